@@ -1,0 +1,98 @@
+// Package locktest holds helpers shared by the recipes' behaviour tests:
+// clients on a test server and detectors for safety properties.
+package locktest
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/recipe"
+)
+
+// Client connects a recipe client to addrs (bounded by 20 s) and closes it
+// when the test ends. Options are applied after a 4 s session timeout, so a
+// test can override it.
+func Client(t testing.TB, addrs []string, opts ...recipe.Option) *recipe.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	all := append([]recipe.Option{recipe.WithSessionTimeout(4 * time.Second)}, opts...)
+	c, err := recipe.Connect(ctx, addrs, all...)
+	if err != nil {
+		t.Fatalf("connect %v: %v", addrs, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Overlap detects a critical section entered by more than Max holders at
+// once. Use Enter/Exit around the section; Violations and Peak report.
+type Overlap struct {
+	Max        int64
+	cur, peak  atomic.Int64
+	violations atomic.Int64
+}
+
+// Enter records an entry and reports whether the bound still holds.
+func (o *Overlap) Enter() bool {
+	n := o.cur.Add(1)
+	for {
+		p := o.peak.Load()
+		if n <= p || o.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	max := o.Max
+	if max == 0 {
+		max = 1
+	}
+	if n > max {
+		o.violations.Add(1)
+		return false
+	}
+	return true
+}
+
+// Exit records an exit.
+func (o *Overlap) Exit() { o.cur.Add(-1) }
+
+// Violations returns how many entries exceeded the bound.
+func (o *Overlap) Violations() int64 { return o.violations.Load() }
+
+// Peak returns the largest number of holders seen at once.
+func (o *Overlap) Peak() int64 { return o.peak.Load() }
+
+// Log is a concurrency-safe append-only list.
+type Log[T any] struct {
+	mu    sync.Mutex
+	items []T
+}
+
+// Add appends v.
+func (l *Log[T]) Add(v T) {
+	l.mu.Lock()
+	l.items = append(l.items, v)
+	l.mu.Unlock()
+}
+
+// Items returns a copy of the list.
+func (l *Log[T]) Items() []T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]T(nil), l.items...)
+}
+
+// Eventually polls cond every 10 ms until it holds or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,237 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/recipe"
+)
+
+// LockName is the name part of the mutex's nodes, the same as Curator's
+// InterProcessMutex, so the two exclude each other on the same path.
+const LockName = "lock-"
+
+var (
+	// ErrNotHeld is returned by Unlock on a handle that holds nothing, with
+	// no I/O, and by Err when nothing is held.
+	ErrNotHeld = errors.New("mutex: not held")
+	// ErrLocked is returned by TryLock when another session holds the lock.
+	ErrLocked = errors.New("mutex: locked elsewhere")
+	// ErrNotAcquired is wrapped by every error of a failed Lock, together
+	// with the cause (for a timeout, context.DeadlineExceeded).
+	ErrNotAcquired = errors.New("mutex: not acquired")
+	// ErrLost is wrapped by Err (and Unlock) once a held lock was lost,
+	// together with the reason: recipe.ErrSessionExpired,
+	// recipe.ErrNodeDeleted, recipe.ErrConnectionSuspended or recipe.ErrClosed.
+	ErrLost = recipe.ErrLost
+)
+
+// Option configures a Mutex.
+type Option func(*options)
+
+type options struct {
+	data []byte
+}
+
+// WithData sets the data stored in the mutex's node, visible to
+// [Mutex.Participants] and to operators. Default: [recipe.DefaultNodeData],
+// the host name and pid.
+func WithData(data []byte) Option {
+	return func(o *options) { o.data = append([]byte(nil), data...) }
+}
+
+// Mutex is a handle on a distributed, reentrant, fair mutex at one path.
+//
+// Reentrancy is per handle: Lock on a handle that holds the lock only counts,
+// and the lock is released when Unlock has been called as many times. A
+// handle is safe for concurrent use, but goroutines that must exclude each
+// other need handles of their own.
+type Mutex struct {
+	lk  *recipe.Lock
+	sem chan struct{} // serialises Lock and Unlock on this handle
+
+	mu    sync.Mutex
+	hold  *recipe.Hold
+	count int
+}
+
+// New returns a handle on the mutex at path, a ZooKeeper path whose
+// directory node is created (as a container) on first use. It checks its
+// input and does no I/O.
+func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
+	o := options{data: recipe.DefaultNodeData()}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("mutex: %w: nil option", recipe.ErrInvalidArgument)
+		}
+		opt(&o)
+	}
+	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
+		Recipe:   "mutex",
+		LockName: LockName,
+		Driver:   driver.Mutex(),
+	}, o.data)
+	if err != nil {
+		return nil, fmt.Errorf("mutex: %w", err)
+	}
+	return &Mutex{lk: lk, sem: make(chan struct{}, 1)}, nil
+}
+
+// Path returns the mutex's path.
+func (m *Mutex) Path() string { return m.lk.Path() }
+
+// Lock acquires the mutex, waiting in line (first come, first served) until
+// it is free or ctx ends. A deadline on ctx is the timeout. If the handle
+// already holds the lock, Lock only increments its hold count, without I/O.
+//
+// On failure nothing is held, the handle's node has been deleted (or its
+// deletion goes on in the background while the connection is down), and the
+// error wraps [ErrNotAcquired] and the cause, such as ctx.Err(). Lock on a
+// handle whose lock was lost fails with an error wrapping [ErrLost]; call
+// Unlock first.
+func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
+
+// TryLock acquires the mutex if it is free, looking once without waiting.
+// It returns an error wrapping [ErrLocked] when another session holds it
+// (the node it queued with is deleted again). Reentrant like [Mutex.Lock].
+func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
+
+func (m *Mutex) lock(ctx context.Context, wait bool) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
+	}
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotAcquired, ctx.Err())
+	}
+	defer func() { <-m.sem }()
+	m.mu.Lock()
+	if h := m.hold; h != nil {
+		defer m.mu.Unlock()
+		if err := h.Err(); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrNotAcquired, m.Path(), err)
+		}
+		m.count++
+		return nil
+	}
+	m.mu.Unlock()
+	h, err := m.lk.Acquire(ctx, wait)
+	if errors.Is(err, recipe.ErrWouldBlock) {
+		return fmt.Errorf("%w: %s", ErrLocked, m.Path())
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrNotAcquired, m.Path(), err)
+	}
+	m.mu.Lock()
+	m.hold, m.count = h, 1
+	m.mu.Unlock()
+	return nil
+}
+
+// Unlock undoes one Lock. When the hold count reaches zero it deletes the
+// node (retrying connection loss until ctx ends) and the handle holds
+// nothing, whatever the outcome. On a handle that holds nothing it returns
+// [ErrNotHeld] without I/O.
+//
+// If the lock was lost meanwhile, Unlock deletes nobody's node and returns
+// an error wrapping [ErrLost] and the reason. If ctx ends before the node is
+// deleted, the deletion goes on in the background while the session lives
+// and the error wraps ctx.Err().
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("mutex: unlock: %w: nil context", recipe.ErrInvalidArgument)
+	}
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("mutex: unlock %s: %w", m.Path(), ctx.Err())
+	}
+	defer func() { <-m.sem }()
+	m.mu.Lock()
+	h := m.hold
+	if h == nil {
+		m.mu.Unlock()
+		return ErrNotHeld
+	}
+	m.count--
+	if m.count > 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	m.hold = nil
+	m.mu.Unlock()
+	if err := h.Release(ctx); err != nil {
+		return fmt.Errorf("mutex: unlock %s: %w", m.Path(), err)
+	}
+	return nil
+}
+
+// current returns the hold, if any.
+func (m *Mutex) current() *recipe.Hold {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hold
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done returns a channel that is closed when the lock held by this handle is
+// lost (session expired, node deleted by someone else, connection silent past
+// the safe window, client closed) or released. When nothing is held it
+// returns a closed channel.
+func (m *Mutex) Done() <-chan struct{} {
+	if h := m.current(); h != nil {
+		return h.Done()
+	}
+	return closedChan
+}
+
+// Err returns nil while the lock is held and in force; an error wrapping
+// [ErrLost] and the reason once it was lost; [ErrNotHeld] when the handle
+// holds nothing.
+func (m *Mutex) Err() error {
+	h := m.current()
+	if h == nil {
+		return ErrNotHeld
+	}
+	if err := h.Err(); err != nil {
+		return fmt.Errorf("mutex %s: %w", m.Path(), err)
+	}
+	return nil
+}
+
+// Token returns the fencing token of the current hold (the czxid of its
+// node, strictly increasing from one holder to the next across the whole
+// ensemble), or 0 when nothing is held. Hand it to every system the holder
+// writes to, and have them reject tokens lower than one they have seen.
+func (m *Mutex) Token() int64 {
+	if h := m.current(); h != nil {
+		return h.Token()
+	}
+	return 0
+}
+
+// Node returns the name of the node of the current hold, "" when none.
+func (m *Mutex) Node() string {
+	if h := m.current(); h != nil {
+		return h.Node()
+	}
+	return ""
+}
+
+// Participant is one node in the mutex's queue.
+type Participant = recipe.Participant
+
+// Participants returns the mutex's queue in order: the holder first, then
+// the waiters in the order they will hold, each with its node data.
+func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
+	p, err := m.lk.Participants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mutex: participants of %s: %w", m.Path(), err)
+	}
+	return p, nil
+}

@@ -1,0 +1,483 @@
+package recipe
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zkrecipes/zkrecipes/retry"
+)
+
+const instrumentationName = "github.com/zkrecipes/zkrecipes"
+
+// Client is a ZooKeeper session shared by any number of recipes. It adds to
+// go-zookeeper what locks need: contexts on every call, connection-state
+// fan-out to any number of subscribers, and loss detection (session expiry,
+// and silence long enough that the server may expire the session).
+//
+// A Client is safe for concurrent use. Close it when done: closing ends the
+// session, so the server deletes every node the client still holds.
+type Client struct {
+	conn    *zk.Conn
+	cfg     config
+	log     *slog.Logger
+	tracer  trace.Tracer
+
+	lastHeard     atomic.Int64 // unix nanos of the last byte read from a server
+	negotiatedMs  atomic.Int64 // session timeout granted by the server
+	wireSession   atomic.Int64 // session id of the last connect response
+	stats         stats
+	lifetime      context.Context // cancelled by Close
+	cancelLife    context.CancelFunc
+	closeOnce     sync.Once
+	connectedOnce sync.Once
+	connected     chan struct{} // closed when the first session is established
+
+	mu        sync.Mutex
+	closed    bool
+	cur       *epoch
+	isConn    bool
+	subs      map[*subscriber]struct{}
+	wg        sync.WaitGroup // every goroutine the client starts
+	lastState zk.State
+}
+
+// Event is a change of the client's connection or session state, as seen by
+// [Client.Subscribe].
+type Event struct {
+	// State is go-zookeeper's state: zk.StateHasSession when (re)connected
+	// with a session, zk.StateDisconnected, zk.StateExpired, ...
+	State zk.State
+	// Session is the session id at the time of the event (0 if none).
+	Session int64
+	// Time is when the client saw the event.
+	Time time.Time
+}
+
+// epoch is a period of trust in one session: it begins when the client has a
+// session and ends (done closed, err set) when the session expires, the
+// client is closed, or the connection has been silent past the loss timeout.
+// Everything held is tied to the epoch in which it was verified, so one
+// closed channel tells every holder at once, however many there are.
+type epoch struct {
+	session int64
+	done    chan struct{}
+	err     error
+}
+
+func (e *epoch) ended() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Connect opens a session with the ZooKeeper servers ("host:port" each) and
+// returns when it is established, or with an error when ctx ends first (the
+// half-open connection is then closed). Bad input is refused before any I/O.
+func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("%w: no servers", ErrInvalidArgument)
+	}
+	for _, s := range servers {
+		if s == "" {
+			return nil, fmt.Errorf("%w: empty server address", ErrInvalidArgument)
+		}
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidArgument)
+		}
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:       cfg,
+		log:       cfg.logger,
+		tracer:    cfg.tracerProvider.Tracer(instrumentationName),
+		connected: make(chan struct{}),
+		subs:      make(map[*subscriber]struct{}),
+	}
+	c.lifetime, c.cancelLife = context.WithCancel(context.Background())
+	c.negotiatedMs.Store(cfg.sessionTimeout.Milliseconds())
+	dial := cfg.dialer
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	conn, _, err := zk.Connect(servers, cfg.sessionTimeout,
+		zk.WithDialer(c.wrapDialer(dial)),
+		zk.WithEventCallback(c.onEvent),
+		zk.WithLogger(zkLogger{c.log}),
+		zk.WithLogInfo(false),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("recipe: connect: %w", err)
+	}
+	c.conn = conn
+	c.wg.Add(1)
+	go c.watchdog()
+
+	select {
+	case <-c.connected:
+	case <-ctx.Done():
+		c.Close()
+		return nil, fmt.Errorf("recipe: connect to %v: %w", servers, ctx.Err())
+	}
+	if cfg.auth {
+		err := c.call(ctx, func() error {
+			return c.conn.AddAuth("digest", []byte(cfg.authUser+":"+cfg.authPassword))
+		})
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("recipe: digest auth: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Close ends the session (the server deletes every ephemeral node it owns),
+// tells every holder it lost ownership with [ErrClosed], and waits for the
+// client's goroutines to end. It is safe to call more than once.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.endEpochLocked(c.cur, ErrClosed)
+		subs := c.subs
+		c.subs = nil
+		c.mu.Unlock()
+		for s := range subs {
+			s.close()
+		}
+		c.cancelLife()
+		if c.conn != nil {
+			c.conn.Close()
+		}
+		c.wg.Wait()
+	})
+	return nil
+}
+
+// Conn returns the underlying go-zookeeper connection, for operations the
+// recipes do not cover. Do not close it; close the Client.
+func (c *Client) Conn() *zk.Conn { return c.conn }
+
+// SessionID returns the current session id, 0 while there is none.
+func (c *Client) SessionID() int64 {
+	if e := c.currentEpoch(); e != nil {
+		return e.session
+	}
+	return c.conn.SessionID()
+}
+
+// SessionTimeout returns the session timeout the server granted (the
+// requested one until the first connection).
+func (c *Client) SessionTimeout() time.Duration {
+	return time.Duration(c.negotiatedMs.Load()) * time.Millisecond
+}
+
+// lossTimeout is how long the client may hear nothing before holders are
+// told they lost ownership.
+func (c *Client) lossTimeout() time.Duration {
+	if c.cfg.lossTimeout > 0 {
+		return c.cfg.lossTimeout
+	}
+	return c.SessionTimeout() / 2
+}
+
+// Subscribe returns a channel that delivers every connection and session
+// state change from now on, in order, without ever blocking the client or
+// dropping events (each subscriber has its own unbounded queue). Call cancel
+// to stop; the channel is closed after cancel or [Client.Close].
+func (c *Client) Subscribe() (events <-chan Event, cancel func()) {
+	s := &subscriber{
+		out:    make(chan Event),
+		notify: make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		close(s.out)
+		return s.out, func() {}
+	}
+	c.subs[s] = struct{}{}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		s.pump()
+	}()
+	return s.out, func() {
+		c.mu.Lock()
+		delete(c.subs, s)
+		c.mu.Unlock()
+		s.close()
+	}
+}
+
+// currentEpoch returns the epoch that is in force, or nil with the reason
+// when there is none (not connected yet, or the last one ended).
+func (c *Client) currentEpoch() *epoch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil || c.cur.ended() {
+		return nil
+	}
+	return c.cur
+}
+
+// isClosed reports whether Close has been called.
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// onEvent is go-zookeeper's event callback. It runs on go-zookeeper's
+// goroutines and must never block.
+func (c *Client) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	now := time.Now()
+	sid := c.wireSession.Load()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.lastState = ev.State
+	switch ev.State {
+	case zk.StateHasSession:
+		c.isConn = true
+		c.lastHeard.Store(now.UnixNano())
+		if c.cur != nil && !c.cur.ended() && c.cur.session != sid {
+			c.endEpochLocked(c.cur, ErrSessionExpired)
+		}
+		if c.cur == nil || c.cur.ended() {
+			c.cur = &epoch{session: sid, done: make(chan struct{})}
+			c.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", sid), "server", ev.Server)
+		} else {
+			c.log.Debug("zookeeper reconnected", "session", fmt.Sprintf("0x%x", sid), "server", ev.Server)
+		}
+		c.connectedOnce.Do(func() { close(c.connected) })
+	case zk.StateExpired:
+		c.isConn = false
+		c.endEpochLocked(c.cur, ErrSessionExpired)
+		c.log.Warn("zookeeper session expired")
+	case zk.StateDisconnected:
+		if c.isConn {
+			c.log.Debug("zookeeper disconnected", "server", ev.Server)
+		}
+		c.isConn = false
+	case zk.StateConnecting, zk.StateConnected:
+		// Transitional; the watchdog judges silence by the clock.
+	}
+	e := Event{State: ev.State, Session: sid, Time: now}
+	for s := range c.subs {
+		s.push(e)
+	}
+	c.mu.Unlock()
+}
+
+// endEpochLocked ends e (if live) with reason err. c.mu must be held.
+func (c *Client) endEpochLocked(e *epoch, err error) {
+	if e == nil || e.ended() {
+		return
+	}
+	e.err = err
+	close(e.done)
+	c.stats.epochsEnded.Add(1)
+	if !errors.Is(err, ErrClosed) {
+		c.log.Warn("zookeeper session no longer trusted; holders are told they lost ownership",
+			"session", fmt.Sprintf("0x%x", e.session), "reason", err)
+	}
+}
+
+// watchdog ends the current epoch when the client has heard nothing from
+// any server for longer than the loss timeout. go-zookeeper pings every third
+// of the session timeout, so a healthy connection is never silent that long;
+// the server can expire the session no sooner than about two thirds of the
+// session timeout after our last successful exchange, so with the default of
+// one half every holder is told first.
+func (c *Client) watchdog() {
+	defer c.wg.Done()
+	for {
+		lt := c.lossTimeout()
+		tick := min(max(lt/20, 5*time.Millisecond), 250*time.Millisecond)
+		t := time.NewTimer(tick)
+		select {
+		case <-c.lifetime.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		silent := time.Since(time.Unix(0, c.lastHeard.Load()))
+		c.mu.Lock()
+		switch {
+		case silent > lt && c.cur != nil && !c.cur.ended():
+			c.endEpochLocked(c.cur, fmt.Errorf("%w (nothing heard for %v)", ErrConnectionSuspended, silent.Round(time.Millisecond)))
+		case silent <= lt/2 && c.isConn && c.cur != nil && c.cur.ended() && errors.Is(c.cur.err, ErrConnectionSuspended):
+			// The connection outlived the silence (a stalled server or a
+			// paused process) and the server answers again on the same
+			// session: trust it anew. What was held stays lost.
+			if sid := c.conn.SessionID(); sid == c.cur.session {
+				c.cur = &epoch{session: sid, done: make(chan struct{})}
+				c.log.Debug("zookeeper session trusted again", "session", fmt.Sprintf("0x%x", sid))
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// call runs op, which performs one go-zookeeper request, and returns its
+// error, or ctx's error as soon as ctx ends. go-zookeeper has no contexts; an
+// abandoned request finishes in the background (every request ends when its
+// connection does) and its result is discarded, so op must only write to
+// variables the caller reads after a nil return.
+func (c *Client) call(ctx context.Context, op func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		defer c.wg.Done()
+		done <- op()
+	}()
+	select {
+	case err := <-done:
+		return c.mapClosed(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// mapClosed turns go-zookeeper's errors after Close into ErrClosed.
+func (c *Client) mapClosed(err error) error {
+	if err != nil && (errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed)) && c.isClosed() {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return err
+}
+
+// retryDo runs fn under the client's retry policy.
+func (c *Client) retryDo(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	return retry.DoNotify(ctx, c.cfg.retry, fn, func(err error, wait time.Duration) {
+		c.stats.retries.Add(1)
+		c.log.Debug("retrying after connection loss", "op", what, "err", err, "wait", wait)
+	})
+}
+
+// wrapDialer records when bytes arrive from a server (for the watchdog) and
+// reads the session timeout the server granted from each connect response.
+func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		conn, err := dial(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &trackedConn{Conn: conn, c: c}, nil
+	}
+}
+
+// trackedConn is a net.Conn that notes every read for the client.
+type trackedConn struct {
+	net.Conn
+	c    *Client
+	hdr  [20]byte // length, protocol version, granted timeout, session id of the connect response
+	hdrN int
+}
+
+func (t *trackedConn) Read(p []byte) (int, error) {
+	n, err := t.Conn.Read(p)
+	if n > 0 {
+		t.c.lastHeard.Store(time.Now().UnixNano())
+		if t.hdrN < len(t.hdr) {
+			t.hdrN += copy(t.hdr[t.hdrN:], p[:n])
+			if t.hdrN == len(t.hdr) {
+				if ms := int32(binary.BigEndian.Uint32(t.hdr[8:12])); ms > 0 {
+					t.c.negotiatedMs.Store(int64(ms))
+				}
+				t.c.wireSession.Store(int64(binary.BigEndian.Uint64(t.hdr[12:20])))
+			}
+		}
+	}
+	return n, err
+}
+
+// subscriber is one Subscribe call's unbounded, ordered queue.
+type subscriber struct {
+	mu       sync.Mutex
+	queue    []Event
+	notify   chan struct{}
+	out      chan Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func (s *subscriber) push(e Event) {
+	s.mu.Lock()
+	s.queue = append(s.queue, e)
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscriber) close() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+func (s *subscriber) pump() {
+	defer close(s.out)
+	for {
+		s.mu.Lock()
+		q := s.queue
+		s.queue = nil
+		s.mu.Unlock()
+		for _, e := range q {
+			select {
+			case s.out <- e:
+			case <-s.stop:
+				return
+			}
+		}
+		select {
+		case <-s.notify:
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// zkLogger sends go-zookeeper's log lines to the client's logger at debug
+// level (go-zookeeper logs to the standard logger by default).
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	z.l.Debug(fmt.Sprintf(format, args...), "source", "go-zookeeper")
+}

@@ -1,0 +1,225 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ErrReleased is what [Hold.Err] returns after a successful release.
+var ErrReleased = errors.New("recipe: released")
+
+// Hold is one acquired node. It watches its node and the session, and
+// closes Done the moment ownership is lost or can no longer be guaranteed.
+// A Hold is safe for concurrent use.
+type Hold struct {
+	l       *Lock
+	node    string
+	path    string
+	token   int64
+	session int64
+	ep      *epoch
+
+	ctx    context.Context // ends the monitor
+	cancel context.CancelFunc
+	exited chan struct{}
+
+	mu       sync.Mutex
+	done     chan struct{}
+	err      error
+	released bool
+}
+
+// Node returns the name of the node (a child of the lock directory).
+func (h *Hold) Node() string { return h.node }
+
+// Path returns the full path of the node.
+func (h *Hold) Path() string { return h.path }
+
+// Token returns the fencing token: the czxid of the node, which is unique
+// and strictly increasing across the whole ensemble, so successive holders
+// have increasing tokens. Pass it to the systems the holder writes to, so
+// they can reject a stale holder.
+func (h *Hold) Token() int64 { return h.token }
+
+// Session returns the id of the session that owns the node.
+func (h *Hold) Session() int64 { return h.session }
+
+// Done returns a channel closed when the hold ends: when ownership is lost
+// (see [Hold.Err]) or after [Hold.Release].
+func (h *Hold) Done() <-chan struct{} { return h.done }
+
+// Err returns nil while the hold is in force; after Done is closed it wraps
+// [ErrLost] and the reason ([ErrSessionExpired], [ErrNodeDeleted],
+// [ErrConnectionSuspended], [ErrClosed]), or is [ErrReleased].
+func (h *Hold) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// monitor watches our node and the epoch until the hold ends.
+func (h *Hold) monitor(ownW <-chan zk.Event) {
+	defer close(h.exited)
+	c := h.l.c
+	for {
+		select {
+		case <-h.ctx.Done():
+			if c.isClosed() {
+				h.lose(ErrClosed)
+			}
+			return
+		case <-h.ep.done:
+			h.lose(h.ep.err)
+			return
+		case ev := <-ownW:
+			switch ev.Type {
+			case zk.EventNodeDeleted:
+				h.lose(ErrNodeDeleted)
+				return
+			case zk.EventNotWatching:
+				if errors.Is(ev.Err, zk.ErrSessionExpired) {
+					h.lose(ErrSessionExpired)
+				} else {
+					h.lose(ErrClosed)
+				}
+				return
+			}
+			// Someone changed our node's data: watch it again.
+			ch, err := h.rearm()
+			if err != nil {
+				h.lose(err)
+				return
+			}
+			if ch == nil {
+				return
+			}
+			ownW = ch
+		}
+	}
+}
+
+// rearm sets the watch on our node again, retrying connection loss for as
+// long as the epoch lives. It returns (nil, nil) when the hold ended.
+func (h *Hold) rearm() (<-chan zk.Event, error) {
+	c := h.l.c
+	wait := 20 * time.Millisecond
+	for {
+		_, ch, err := c.getW(h.ctx, h.path)
+		switch {
+		case err == nil:
+			return ch, nil
+		case errors.Is(err, zk.ErrNoNode):
+			return nil, ErrNodeDeleted
+		case errors.Is(err, zk.ErrSessionExpired):
+			return nil, ErrSessionExpired
+		case h.ctx.Err() != nil:
+			return nil, nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-h.ep.done:
+			t.Stop()
+			return nil, h.ep.err
+		case <-h.ctx.Done():
+			t.Stop()
+			return nil, nil
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// lose records the loss (first reason wins) and, when the session may still
+// own the node, has it deleted in the background so it does not block the
+// queue.
+func (h *Hold) lose(reason error) {
+	h.mu.Lock()
+	if h.err != nil {
+		h.mu.Unlock()
+		return
+	}
+	h.err = lostError(reason)
+	close(h.done)
+	h.mu.Unlock()
+	c := h.l.c
+	c.stats.lost.Add(1)
+	c.log.Warn("lock lost", "path", h.l.dir, "node", h.node, "reason", reason)
+	if !errors.Is(reason, ErrNodeDeleted) && !errors.Is(reason, ErrSessionExpired) && !errors.Is(reason, ErrClosed) {
+		c.cleanup(cleanupJob{dir: h.l.dir, path: h.path, session: h.session})
+	}
+}
+
+// Release deletes the node, after which someone else may hold. Connection
+// loss is retried under the client's policy until ctx ends; if the node
+// cannot be deleted by then, its deletion goes on in the background for as
+// long as the session lives, and the error wraps ctx.Err().
+//
+// If the hold was lost, Release deletes nothing another client could own
+// and returns the loss error (wrapping [ErrLost]). A second Release returns
+// [ErrReleased]. In every case the hold is over when Release returns.
+func (h *Hold) Release(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	h.mu.Lock()
+	if h.released {
+		h.mu.Unlock()
+		return ErrReleased
+	}
+	h.released = true
+	lost := h.err
+	h.mu.Unlock()
+	h.cancel()
+	<-h.exited
+	if lost != nil {
+		return lost
+	}
+	c := h.l.c
+	ctx, span := c.tracer.Start(ctx, h.l.spec.Recipe+".release", trace.WithAttributes(
+		attribute.String("zk.lock.path", h.l.dir),
+		attribute.String("zk.lock.node", h.node),
+		attribute.Int64("zk.lock.token", h.token)))
+	defer span.End()
+	err := c.retryDo(ctx, h.l.spec.Recipe+".release", func(ctx context.Context) error {
+		if sid := c.conn.SessionID(); sid != 0 && sid != h.session {
+			return ErrSessionExpired
+		}
+		return c.delete(ctx, h.path)
+	})
+	switch {
+	case err == nil:
+		h.finish(ErrReleased)
+		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		err = lostError(ErrNodeDeleted)
+	case errors.Is(err, ErrSessionExpired), errors.Is(err, zk.ErrSessionExpired):
+		err = lostError(ErrSessionExpired)
+	case errors.Is(err, ErrClosed):
+		err = lostError(ErrClosed)
+	default:
+		c.cleanup(cleanupJob{dir: h.l.dir, path: h.path, session: h.session})
+		err = opError("release", h.path, err)
+	}
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	h.finish(err)
+	return err
+}
+
+// finish ends the hold with err unless a loss was recorded first.
+func (h *Hold) finish(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = err
+		close(h.done)
+	}
+}

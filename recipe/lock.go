@@ -1,0 +1,474 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/retry"
+)
+
+// ProtectedPrefix starts every node name the engine creates, followed by a
+// UUID and a dash: Curator's format, so Curator recognises our nodes and a
+// lost create reply can be recovered by searching for the UUID.
+const ProtectedPrefix = "_c_"
+
+// LockSpec describes one kind of contender in a lock directory: the name of
+// its nodes and the driver that decides when it holds.
+type LockSpec struct {
+	// Recipe names the primitive in spans and logs, e.g. "mutex".
+	Recipe string
+	// LockName is the name part of our nodes, e.g. "lock-"; ZooKeeper
+	// appends the sequence number.
+	LockName string
+	// Queue lists every lock name whose nodes take part in the directory's
+	// queue. Nil means just LockName; a read/write lock lists both names.
+	Queue []string
+	// Driver decides, from the sorted queue, whether our node holds.
+	Driver driver.Driver
+}
+
+// Lock is the shared engine behind every recipe: it enqueues a protected
+// ephemeral sequential node in a directory, waits herd-free until its driver
+// says the node holds, and hands out a [Hold]. A Lock is immutable and safe
+// for concurrent use; each Acquire is independent (reentrancy is the
+// recipes' business).
+type Lock struct {
+	c     *Client
+	dir   string
+	spec  LockSpec
+	queue []string
+	data  []byte
+}
+
+// NewLock validates its input, without I/O, and returns an engine for the
+// lock directory dir. data is stored in every node this Lock creates.
+func NewLock(c *Client, dir string, spec LockSpec, data []byte) (*Lock, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidArgument)
+	}
+	if err := ValidatePath(dir); err != nil {
+		return nil, err
+	}
+	if spec.LockName == "" || strings.ContainsRune(spec.LockName, '/') {
+		return nil, fmt.Errorf("%w: lock name %q", ErrInvalidArgument, spec.LockName)
+	}
+	if spec.Driver == nil {
+		return nil, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
+	}
+	if spec.Recipe == "" {
+		spec.Recipe = "lock"
+	}
+	q := spec.Queue
+	if len(q) == 0 {
+		q = []string{spec.LockName}
+	}
+	return &Lock{c: c, dir: dir, spec: spec, queue: q, data: append([]byte(nil), data...)}, nil
+}
+
+// Path returns the lock directory.
+func (l *Lock) Path() string { return l.dir }
+
+// Client returns the client the lock uses.
+func (l *Lock) Client() *Client { return l.c }
+
+// Acquire enqueues a node and, when wait is true, waits until the driver
+// says it holds or ctx ends. With wait false it looks once and returns
+// [ErrWouldBlock] when the lock is held elsewhere.
+//
+// Connection-loss errors are retried under the client's retry policy,
+// keeping the same node: a create whose reply was lost is found again by its
+// UUID rather than made twice. If the session expires meanwhile, a new node
+// is enqueued in the new session.
+//
+// On failure nothing is held: the node is deleted before Acquire returns, or
+// (if the connection is down) in the background for as long as the session
+// that owns it lives. The error wraps ctx.Err() when ctx ended.
+func (l *Lock) Acquire(ctx context.Context, wait bool) (*Hold, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	start := time.Now()
+	ctx, span := l.c.tracer.Start(ctx, l.spec.Recipe+".acquire",
+		trace.WithAttributes(attribute.String("zk.lock.path", l.dir)))
+	defer span.End()
+	a := &attempt{l: l, wait: wait, span: span}
+	a.newID()
+	err := l.c.retryDo(ctx, l.spec.Recipe+".acquire", a.step)
+	waited := time.Since(start)
+	span.SetAttributes(attribute.Int64("zk.lock.wait_ms", waited.Milliseconds()))
+	if err == nil {
+		h := a.hold()
+		l.c.stats.acquired.Add(1)
+		span.SetAttributes(
+			attribute.String("zk.lock.node", h.node),
+			attribute.Int64("zk.lock.token", h.token),
+			attribute.String("zk.lock.outcome", "acquired"))
+		l.c.log.Debug("acquired", "recipe", l.spec.Recipe, "path", l.dir, "node", h.node, "token", h.token, "waited", waited)
+		return h, nil
+	}
+	cleaned := a.abandon()
+	if g := l.c.cfg.cleanupGrace; g > 0 {
+		t := time.NewTimer(g)
+		select {
+		case <-cleaned:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	outcome := "error"
+	switch {
+	case errors.Is(err, ErrWouldBlock):
+		outcome = "held_elsewhere"
+	case errors.Is(err, context.DeadlineExceeded):
+		outcome = "timeout"
+	case errors.Is(err, context.Canceled):
+		outcome = "cancelled"
+	}
+	span.SetAttributes(attribute.String("zk.lock.outcome", outcome))
+	if outcome == "error" {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	l.c.log.Debug("acquire failed", "recipe", l.spec.Recipe, "path", l.dir, "outcome", outcome, "err", err)
+	return nil, err
+}
+
+// errNoTrustedSession is retried: it means "wait for the connection".
+var errNoTrustedSession = fmt.Errorf("recipe: no trusted session yet: %w", zk.ErrConnectionClosed)
+
+// attempt is the state of one Acquire. step resumes from it after every
+// retried error, so a retry never enqueues a second node.
+type attempt struct {
+	l    *Lock
+	wait bool
+	span trace.Span
+
+	prefix  string              // "_c_<uuid>-"
+	node    string              // our child name, once known
+	maybe   bool                // a create was sent whose outcome is unknown
+	pending <-chan createResult // a create abandoned when ctx ended
+	session int64               // session that sent the create
+
+	ep      *epoch              // epoch in which our node was verified; nil: verify again
+	ownW    <-chan zk.Event     // watch on our own node
+	token   int64               // czxid of our node
+	sorted  []string            // the queue as last known
+	watches map[string]<-chan zk.Event
+}
+
+func (a *attempt) newID() {
+	a.prefix = ProtectedPrefix + uuid.NewString() + "-"
+	a.node, a.maybe, a.ep, a.ownW, a.sorted, a.watches = "", false, nil, nil, nil, nil
+}
+
+// step runs the acquire state machine until held, a non-retryable error, or
+// a retryable one (which retryDo answers by calling step again).
+func (a *attempt) step(ctx context.Context) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if a.node == "" {
+			if err := a.enqueue(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if a.ep == nil {
+			if err := a.verify(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		dec, err := a.l.spec.Driver.Decide(a.sorted, a.node)
+		if errors.Is(err, driver.ErrNotInQueue) {
+			a.ep = nil // our node vanished from the listing: look again
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if a.ep.ended() || a.ownGone() {
+			a.ep = nil
+			continue
+		}
+		if dec.Held {
+			return nil
+		}
+		if !a.wait {
+			return ErrWouldBlock
+		}
+		a.span.SetAttributes(attribute.Int("zk.lock.queue_position", dec.Position))
+		gone, err := a.arm(ctx, dec.Watch)
+		if err != nil {
+			return err
+		}
+		if !gone {
+			if err := a.await(ctx, dec.Watch); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// enqueue creates our node, or finds the one an earlier create made.
+func (a *attempt) enqueue(ctx context.Context) error {
+	c, dir := a.l.c, a.l.dir
+	if a.maybe {
+		names, err := c.children(ctx, dir)
+		switch {
+		case err == nil:
+			for _, n := range names {
+				if strings.HasPrefix(n, a.prefix) {
+					a.node, a.maybe = n, false
+					a.span.AddEvent("recovered node after lost create reply", trace.WithAttributes(attribute.String("zk.lock.node", n)))
+					c.log.Debug("recovered node after lost create reply", "path", dir, "node", n)
+					return nil
+				}
+			}
+		case errors.Is(err, zk.ErrNoNode):
+		case errors.Is(err, zk.ErrSessionExpired):
+			// The node, if any, died with the session.
+		default:
+			return opError("list", dir, err)
+		}
+		a.maybe = false
+	}
+	path := join(dir, a.prefix+a.l.spec.LockName)
+	for tries := 0; ; tries++ {
+		a.maybe = true
+		a.session = c.conn.SessionID()
+		p, pending, err := c.createEphemeralSeq(ctx, path, a.l.data)
+		if pending != nil {
+			a.pending = pending
+			return err
+		}
+		switch {
+		case err == nil:
+			a.node, a.maybe = baseOf(p), false
+			return nil
+		case errors.Is(err, zk.ErrNoNode) && tries < 8:
+			a.maybe = false
+			if err := c.ensureDir(ctx, dir); err != nil {
+				return err
+			}
+		case errors.Is(err, zk.ErrSessionExpired) && tries < 8:
+			a.maybe = false // nothing of the old session survives
+		case retry.Retryable(err):
+			return opError("create", path, err)
+		default:
+			a.maybe = false
+			return opError("create", path, err)
+		}
+	}
+}
+
+// verify reads our node (arming the watch that tells us if it goes) and the
+// queue in one round trip, and checks that the node belongs to the session
+// the client trusts now.
+func (a *attempt) verify(ctx context.Context) error {
+	c, dir := a.l.c, a.l.dir
+	own := join(dir, a.node)
+	var (
+		st    *zk.Stat
+		ownW  <-chan zk.Event
+		names []string
+		errW  error
+		errL  error
+		wg    sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		names, errL = c.children(ctx, dir)
+	}()
+	st, ownW, errW = c.getW(ctx, own)
+	wg.Wait()
+	switch {
+	case errors.Is(errW, zk.ErrNoNode), errors.Is(errW, zk.ErrSessionExpired):
+		a.newID() // gone (session expired or deleted by someone): enqueue anew
+		return nil
+	case errW != nil:
+		return opError("read", own, errW)
+	case errors.Is(errL, zk.ErrSessionExpired):
+		a.newID()
+		return nil
+	case errL != nil:
+		return opError("list", dir, errL)
+	}
+	ep := c.currentEpoch()
+	if ep == nil {
+		return errNoTrustedSession
+	}
+	if st.EphemeralOwner != ep.session {
+		// A node with our UUID from a session that is no longer ours:
+		// delete it and start over with a fresh UUID.
+		c.log.Warn("deleting stale node of an earlier session", "node", own, "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
+		if err := c.delete(ctx, own); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return opError("delete stale", own, err)
+		}
+		a.newID()
+		return nil
+	}
+	a.ep, a.ownW, a.token = ep, ownW, st.Czxid
+	a.sorted = driver.Sort(driver.Filter(names, a.l.queue...), a.l.queue...)
+	a.watches = make(map[string]<-chan zk.Event)
+	return nil
+}
+
+// ownGone reports, without blocking, whether an event arrived for our node.
+func (a *attempt) ownGone() bool {
+	select {
+	case ev := <-a.ownW:
+		a.ownW = nil
+		if ev.Type == zk.EventNodeDeleted {
+			a.newID()
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+// arm sets a data watch on every node in names not watched yet. A node that
+// is already gone is removed from the known queue and gone is true: the
+// driver can then decide again without waiting.
+func (a *attempt) arm(ctx context.Context, names []string) (gone bool, err error) {
+	for _, n := range names {
+		if _, ok := a.watches[n]; ok {
+			continue
+		}
+		_, ch, err := a.l.c.getW(ctx, join(a.l.dir, n))
+		switch {
+		case err == nil:
+			a.watches[n] = ch
+		case errors.Is(err, zk.ErrNoNode):
+			a.sorted = without(a.sorted, n)
+			gone = true
+		case errors.Is(err, zk.ErrSessionExpired):
+			a.newID()
+			return true, nil
+		default:
+			return false, opError("watch", join(a.l.dir, n), err)
+		}
+	}
+	return gone, nil
+}
+
+// await blocks until a watched node changes, our node changes, the epoch
+// ends or ctx ends, and updates the attempt accordingly.
+//
+// Deleting a watched node removes it from the known queue without listing
+// the children again: drivers only look at nodes ordered before ours, and
+// sequence numbers only grow, so the known queue minus the deleted node
+// decides correctly (nodes deleted meanwhile are found when watched).
+func (a *attempt) await(ctx context.Context, names []string) error {
+	cases := make([]reflect.SelectCase, 0, len(names)+3)
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.ep.done)},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.ownW)},
+	)
+	for _, n := range names {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.watches[n])})
+	}
+	i, v, _ := reflect.Select(cases)
+	switch i {
+	case 0:
+		return ctx.Err()
+	case 1:
+		a.ep = nil
+		return nil
+	case 2:
+		ev, _ := v.Interface().(zk.Event)
+		a.ownW = nil
+		a.ep = nil
+		if ev.Type == zk.EventNodeDeleted {
+			a.span.AddEvent("own node deleted while waiting")
+			a.newID()
+		}
+		return nil
+	}
+	n := names[i-3]
+	ev, _ := v.Interface().(zk.Event)
+	delete(a.watches, n)
+	a.l.c.stats.wakeups.Add(1)
+	a.span.AddEvent("wake-up", trace.WithAttributes(
+		attribute.String("zk.lock.watched", n),
+		attribute.String("zk.event", ev.Type.String())))
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		a.sorted = without(a.sorted, n)
+	case zk.EventNotWatching:
+		a.ep = nil // session trouble: verify again
+	}
+	return nil
+}
+
+// abandon hands whatever node the attempt may have created to cleanup and
+// returns a channel closed when it is gone.
+func (a *attempt) abandon() <-chan struct{} {
+	if a.node == "" && !a.maybe && a.pending == nil {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	j := cleanupJob{dir: a.l.dir, prefix: a.prefix, pending: a.pending, session: a.session}
+	if a.node != "" {
+		j.path = join(a.l.dir, a.node)
+	}
+	return a.l.c.cleanup(j)
+}
+
+// hold turns a successful attempt into a Hold watching its node.
+func (a *attempt) hold() *Hold {
+	c := a.l.c
+	h := &Hold{
+		l:       a.l,
+		node:    a.node,
+		path:    join(a.l.dir, a.node),
+		token:   a.token,
+		session: a.ep.session,
+		ep:      a.ep,
+		done:    make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	h.ctx, h.cancel = context.WithCancel(c.lifetime)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		h.err = lostError(ErrClosed)
+		close(h.done)
+		close(h.exited)
+		return h
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		h.monitor(a.ownW)
+	}()
+	return h
+}
+
+func without(names []string, n string) []string {
+	out := make([]string, 0, len(names))
+	for _, m := range names {
+		if m != n {
+			out = append(out, m)
+		}
+	}
+	return out
+}

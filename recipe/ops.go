@@ -1,0 +1,223 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/retry"
+)
+
+// The methods below are go-zookeeper requests with a context and counters.
+// They do not retry; callers run them under retryDo where that is right.
+
+func (c *Client) children(ctx context.Context, dir string) ([]string, error) {
+	var names []string
+	c.stats.lists.Add(1)
+	err := c.call(ctx, func() (err error) {
+		names, _, err = c.conn.Children(dir)
+		return err
+	})
+	return names, err
+}
+
+func (c *Client) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
+	var data []byte
+	var st *zk.Stat
+	c.stats.reads.Add(1)
+	err := c.call(ctx, func() (err error) {
+		data, st, err = c.conn.Get(path)
+		return err
+	})
+	return data, st, err
+}
+
+func (c *Client) getW(ctx context.Context, path string) (*zk.Stat, <-chan zk.Event, error) {
+	var st *zk.Stat
+	var ch <-chan zk.Event
+	c.stats.reads.Add(1)
+	err := c.call(ctx, func() (err error) {
+		_, st, ch, err = c.conn.GetW(path)
+		return err
+	})
+	return st, ch, err
+}
+
+func (c *Client) delete(ctx context.Context, path string) error {
+	c.stats.deletes.Add(1)
+	return c.call(ctx, func() error { return c.conn.Delete(path, -1) })
+}
+
+// createResult is the outcome of a create request.
+type createResult struct {
+	path string
+	err  error
+}
+
+// createEphemeralSeq sends a create for an ephemeral sequential node. When ctx
+// ends before the reply, it returns ctx's error and a channel on which the
+// outcome will arrive, so the caller can hand the node, if any, to cleanup.
+func (c *Client) createEphemeralSeq(ctx context.Context, path string, data []byte) (string, <-chan createResult, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return "", nil, ErrClosed
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	c.stats.creates.Add(1)
+	res := make(chan createResult, 1)
+	go func() {
+		defer c.wg.Done()
+		p, err := c.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, c.cfg.acl)
+		res <- createResult{p, err}
+	}()
+	select {
+	case r := <-res:
+		return r.path, nil, c.mapClosed(r.err)
+	case <-ctx.Done():
+		return "", res, ctx.Err()
+	}
+}
+
+// ensureDir creates dir and any missing parents as CONTAINER nodes, which the
+// server deletes once they are empty. Existing nodes are fine.
+func (c *Client) ensureDir(ctx context.Context, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	for range 8 {
+		c.stats.creates.Add(1)
+		err := c.call(ctx, func() error {
+			_, err := c.conn.CreateContainer(dir, nil, zk.FlagContainer, c.cfg.acl)
+			return err
+		})
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNodeExists):
+			return nil
+		case errors.Is(err, zk.ErrNoNode):
+			if err := c.ensureDir(ctx, parentOf(dir)); err != nil {
+				return err
+			}
+			// The parent exists now (unless reaped again): try once more.
+		default:
+			return opError("create container", dir, err)
+		}
+	}
+	return opError("create container", dir, zk.ErrNoNode)
+}
+
+// cleanupJob asks for the deletion of a node this client created, or may
+// have created, in a session that may still be alive.
+type cleanupJob struct {
+	dir     string
+	prefix  string              // protected prefix to search for when path is unknown
+	path    string              // the node, when known
+	pending <-chan createResult // a create still in flight, if any
+	session int64               // the session the node belongs to; 0 if unknown
+}
+
+// cleanup deletes the job's node in the background, retrying connection-loss
+// errors until the node is gone, the session that owned it has ended (the
+// server then deleted it), or the client closes. The returned channel is
+// closed when the job is finished.
+func (c *Client) cleanup(j cleanupJob) <-chan struct{} {
+	done := make(chan struct{})
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		close(done)
+		return done
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		defer close(done)
+		c.runCleanup(j)
+	}()
+	return done
+}
+
+func (c *Client) runCleanup(j cleanupJob) {
+	ctx := c.lifetime
+	if j.pending != nil {
+		select {
+		case r := <-j.pending:
+			switch {
+			case r.err == nil:
+				j.path = r.path
+			case !retry.Retryable(r.err):
+				return // refused by the server: there is no node
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+	sched := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(20*time.Millisecond),
+		backoff.WithMaxInterval(2*time.Second),
+		backoff.WithMaxElapsedTime(0),
+	)
+	for {
+		if sid := c.conn.SessionID(); sid != 0 {
+			if j.session == 0 {
+				j.session = sid
+			} else if sid != j.session {
+				return // the owning session ended; its ephemeral nodes are gone
+			}
+		}
+		done, err := c.cleanupOnce(ctx, &j)
+		if done {
+			if err != nil {
+				c.log.Warn("cannot delete lock node", "dir", j.dir, "node", j.path, "err", err)
+			} else {
+				c.log.Debug("lock node cleaned up", "dir", j.dir, "node", j.path)
+			}
+			return
+		}
+		t := time.NewTimer(sched.NextBackOff())
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// cleanupOnce makes one attempt; done reports whether the job is finished.
+func (c *Client) cleanupOnce(ctx context.Context, j *cleanupJob) (done bool, err error) {
+	if j.path == "" {
+		names, err := c.children(ctx, j.dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			return true, nil
+		}
+		if err != nil {
+			return !retry.Retryable(err), err
+		}
+		for _, n := range names {
+			if len(n) >= len(j.prefix) && n[:len(j.prefix)] == j.prefix {
+				j.path = join(j.dir, n)
+			}
+		}
+		if j.path == "" {
+			return true, nil // never created
+		}
+	}
+	err = c.delete(ctx, j.path)
+	switch {
+	case err == nil, errors.Is(err, zk.ErrNoNode):
+		return true, nil
+	case retry.Retryable(err):
+		return false, err
+	default:
+		return true, err
+	}
+}

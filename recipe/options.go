@@ -1,0 +1,142 @@
+package recipe
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zkrecipes/zkrecipes/retry"
+)
+
+// DefaultSessionTimeout is the session timeout a [Client] asks for unless
+// [WithSessionTimeout] says otherwise.
+const DefaultSessionTimeout = 10 * time.Second
+
+// Option configures a [Client].
+type Option func(*config)
+
+type config struct {
+	sessionTimeout time.Duration
+	lossTimeout    time.Duration
+	authUser       string
+	authPassword   string
+	auth           bool
+	acl            []zk.ACL
+	logger         *slog.Logger
+	retry          retry.Policy
+	tracerProvider trace.TracerProvider
+	meterProvider  metric.MeterProvider
+	dialer         zk.Dialer
+	cleanupGrace   time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		sessionTimeout: DefaultSessionTimeout,
+		acl:            zk.WorldACL(zk.PermAll),
+		logger:         slog.New(slog.DiscardHandler),
+		retry:          retry.Default(),
+		cleanupGrace:   500 * time.Millisecond,
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.sessionTimeout <= 0:
+		return fmt.Errorf("%w: session timeout %v must be positive", ErrInvalidArgument, c.sessionTimeout)
+	case c.lossTimeout < 0:
+		return fmt.Errorf("%w: loss timeout %v must not be negative", ErrInvalidArgument, c.lossTimeout)
+	case c.lossTimeout >= c.sessionTimeout:
+		return fmt.Errorf("%w: loss timeout %v must be shorter than the session timeout %v", ErrInvalidArgument, c.lossTimeout, c.sessionTimeout)
+	case c.auth && c.authUser == "":
+		return fmt.Errorf("%w: digest auth needs a user name", ErrInvalidArgument)
+	case len(c.acl) == 0:
+		return fmt.Errorf("%w: ACL must not be empty", ErrInvalidArgument)
+	case c.logger == nil:
+		return fmt.Errorf("%w: nil logger", ErrInvalidArgument)
+	case c.cleanupGrace < 0:
+		return fmt.Errorf("%w: cleanup grace %v must not be negative", ErrInvalidArgument, c.cleanupGrace)
+	}
+	if c.tracerProvider == nil {
+		c.tracerProvider = otel.GetTracerProvider()
+	}
+	if c.meterProvider == nil {
+		c.meterProvider = otel.GetMeterProvider()
+	}
+	if c.retry == nil {
+		c.retry = retry.None()
+	}
+	return nil
+}
+
+// WithSessionTimeout sets the session timeout requested from ZooKeeper.
+// The server may negotiate it into its [minSessionTimeout, maxSessionTimeout]
+// range; the client uses the negotiated value. Default: [DefaultSessionTimeout].
+func WithSessionTimeout(d time.Duration) Option {
+	return func(c *config) { c.sessionTimeout = d }
+}
+
+// WithLossTimeout sets how long the client may hear nothing from ZooKeeper
+// before everything it holds is declared lost with [ErrConnectionSuspended].
+// It must stay below the session timeout so that a holder is told before the
+// server can expire its session and grant the lock to someone else.
+// Default (0): half the negotiated session timeout.
+func WithLossTimeout(d time.Duration) Option {
+	return func(c *config) { c.lossTimeout = d }
+}
+
+// WithDigestAuth authenticates the session with the digest scheme
+// ("user:password"), also after every reconnect. Default: no credentials.
+func WithDigestAuth(user, password string) Option {
+	return func(c *config) { c.auth, c.authUser, c.authPassword = true, user, password }
+}
+
+// WithACL sets the ACL of every node the client creates (lock nodes and the
+// container directories above them). Default: world-readable and writable
+// (zk.WorldACL(zk.PermAll)). Combine with [WithDigestAuth] and zk.DigestACL
+// to keep other credentials out of a lock.
+func WithACL(acl ...zk.ACL) Option {
+	return func(c *config) { c.acl = append([]zk.ACL(nil), acl...) }
+}
+
+// WithLogger sets the logger for connection, wait, wake-up and cleanup
+// events (at debug level) and problems (at warn level). Default: silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithRetryPolicy sets the policy that retries connection-loss-class errors
+// inside every operation. Default: [retry.Default]. nil means no retries.
+func WithRetryPolicy(p retry.Policy) Option {
+	return func(c *config) { c.retry = p }
+}
+
+// WithTracerProvider sets the OpenTelemetry tracer provider for acquire,
+// release and leadership spans. Default: the otel global provider.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
+}
+
+// WithMeterProvider sets the OpenTelemetry meter provider. Default: the
+// otel global provider.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.meterProvider = mp }
+}
+
+// WithDialer sets the function that opens TCP connections to the servers.
+// Default: net.DialTimeout.
+func WithDialer(d zk.Dialer) Option {
+	return func(c *config) { c.dialer = d }
+}
+
+// WithCleanupGrace sets how long a failed or cancelled acquire waits, after
+// its context ended, for the deletion of its node before it returns and
+// leaves the deletion to the background. Default: 500ms.
+func WithCleanupGrace(d time.Duration) Option {
+	return func(c *config) { c.cleanupGrace = d }
+}

@@ -1,0 +1,105 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/driver"
+)
+
+// Participant is one node in a lock directory's queue.
+type Participant struct {
+	// Node is the node's name, a child of the lock directory.
+	Node string
+	// LockName is the lock name the node carries (e.g. "lock-", "read-").
+	LockName string
+	// Sequence is the sequence number ZooKeeper gave the node, -1 if the
+	// name does not parse.
+	Sequence int64
+	// Data is the node's data: by default the host name and pid of the
+	// process that created it.
+	Data []byte
+	// Session is the id of the session that owns the (ephemeral) node.
+	Session int64
+	// Token is the node's czxid, the fencing token it has when it holds.
+	Token int64
+}
+
+// Participants returns the nodes of the lock directory in queue order (the
+// order in which they hold or will hold), with their data. Nodes that leave
+// while it reads are left out. A missing directory yields no participants.
+func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
+	if ctx == nil {
+		return nil, ErrInvalidArgument
+	}
+	var names []string
+	err := l.c.retryDo(ctx, l.spec.Recipe+".participants", func(ctx context.Context) (err error) {
+		names, err = l.c.children(ctx, l.dir)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, opError("list", l.dir, err)
+	}
+	sorted := driver.Sort(driver.Filter(names, l.queue...), l.queue...)
+	out := make([]Participant, len(sorted))
+	ok := make([]bool, len(sorted))
+	errs := make([]error, len(sorted))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, n := range sorted {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			var data []byte
+			var st *zk.Stat
+			err := l.c.retryDo(ctx, l.spec.Recipe+".participants", func(ctx context.Context) (err error) {
+				data, st, err = l.c.get(ctx, join(l.dir, n))
+				return err
+			})
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+			case err != nil:
+				errs[i] = opError("read", join(l.dir, n), err)
+			default:
+				seq, parsed := driver.Sequence(n, l.queue...)
+				if !parsed {
+					seq = -1
+				}
+				out[i] = Participant{Node: n, LockName: lockNameOf(n, l.queue), Sequence: seq,
+					Data: data, Session: st.EphemeralOwner, Token: st.Czxid}
+				ok[i] = true
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	res := out[:0]
+	for i := range out {
+		if ok[i] {
+			res = append(res, out[i])
+		}
+	}
+	return res, nil
+}
+
+// lockNameOf returns the lock name whose last occurrence is latest in n.
+func lockNameOf(n string, names []string) string {
+	best, at := "", -1
+	for _, ln := range names {
+		if i := strings.LastIndex(n, ln); i > at {
+			best, at = ln, i
+		}
+	}
+	return best
+}
