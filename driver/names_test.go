@@ -1,0 +1,189 @@
+package driver
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+const uuid = "2f0e3c84-1d5e-4b0e-9c1a-3b2a1f5e6d7c"
+
+func TestSequence(t *testing.T) {
+	lock := []string{"lock-"}
+	rw := []string{"read-", "write-"}
+	curator := []string{"__READ__", "__WRIT__"}
+	tests := []struct {
+		name      string
+		node      string
+		lockNames []string
+		want      int64
+		wantOK    bool
+	}{
+		{"protected", "_c_" + uuid + "-lock-0000000042", lock, 42, true},
+		{"unprotected", "lock-0000000042", lock, 42, true},
+		{"zero", "lock-0000000000", lock, 0, true},
+		{"single digit", "lock-7", lock, 7, true},
+		{"MaxInt32", "lock-2147483647", lock, 2147483647, true},
+		{"MaxInt32+1", "lock-2147483648", lock, 2147483648, true},
+		{"ten nines", "lock-9999999999", lock, 9999999999, true},
+		{"MaxInt64", "lock-9223372036854775807", lock, 9223372036854775807, true},
+		{"MaxInt64+1 overflows", "lock-9223372036854775808", lock, 0, false},
+		{"19 nines overflow", "lock-9999999999999999999", lock, 0, false},
+		{"20 digits", "lock-00000000000000000042", lock, 0, false},
+		{"25 digits", "lock-1234567890123456789012345", lock, 0, false},
+		{"empty name", "", lock, 0, false},
+		{"no digits", "lock-", lock, 0, false},
+		{"letters", "lock-abc", lock, 0, false},
+		{"digits then letters", "lock-0000000042x", lock, 0, false},
+		{"minus sign", "lock--2147483648", lock, 0, false},
+		{"plus sign", "lock-+42", lock, 0, false},
+		{"inner space", "lock- 42", lock, 0, false},
+		{"trailing space", "lock-42 ", lock, 0, false},
+		{"hex", "lock-0x2A", lock, 0, false},
+		{"underscore", "lock-1_000", lock, 0, false},
+		{"non-ASCII digits", "lock-٤٢", lock, 0, false},
+		{"no lock name", "foo-0000000042", lock, 0, false},
+		{"lock name also inside the uuid", "_c_" + uuid + "-e-0000000042", []string{"e-"}, 42, true},
+		{"lock name twice", "lock-0000000001-lock-0000000042", lock, 42, true},
+		{"lock name in the prefix", "_c_lock-7-lock-0000000042", lock, 42, true},
+		{"last occurrence not followed by digits", "lock-0000000042-lock-x", lock, 0, false},
+		{"lock name at the end", "lock-0000000042lock-", lock, 0, false},
+		{"read", "_c_" + uuid + "-read-0000000003", rw, 3, true},
+		{"write", "_c_" + uuid + "-write-0000000004", rw, 4, true},
+		{"write name after read name", "read-0000000001-write-0000000005", rw, 5, true},
+		{"curator read", "_c_" + uuid + "-__READ__0000000005", curator, 5, true},
+		{"curator write", "_c_" + uuid + "-__WRIT__2147483648", curator, 2147483648, true},
+		{"curator write, wrong lock names", "_c_" + uuid + "-__WRIT__0000000005", rw, 0, false},
+		{"no lock names", "lock-0000000042", nil, 0, false},
+		{"empty lock name ignored", "lock-0000000042", []string{""}, 0, false},
+		{"empty lock name among others", "lock-0000000042", []string{"", "lock-"}, 42, true},
+		{"same position: longest wins", "lock-0000000042", []string{"lock", "lock-"}, 42, true},
+		{"same position, other order", "lock-0000000042", []string{"lock-", "lock"}, 42, true},
+		{"later occurrence wins", "lock-0000000042", []string{"lock-", "k-"}, 42, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Sequence(tt.node, tt.lockNames...)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("Sequence(%q, %q) = %d, %v; want %d, %v", tt.node, tt.lockNames, got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestSort(t *testing.T) {
+	pA := "_c_" + uuid + "-lock-0000000002"
+	pB := "_c_00000000-0000-0000-0000-000000000000-lock-0000000001"
+	tests := []struct {
+		name      string
+		in        []string
+		lockNames []string
+		want      []string
+	}{
+		{"nil", nil, []string{"lock-"}, []string{}},
+		{"empty", []string{}, []string{"lock-"}, []string{}},
+		{"single", []string{"lock-0000000001"}, []string{"lock-"}, []string{"lock-0000000001"}},
+		{
+			"by sequence, not by name",
+			[]string{"lock-0000000003", pA, pB},
+			[]string{"lock-"},
+			[]string{pB, pA, "lock-0000000003"},
+		},
+		{
+			"numeric, not lexical",
+			[]string{"lock-10", "lock-9", "lock-0000000008"},
+			[]string{"lock-"},
+			[]string{"lock-0000000008", "lock-9", "lock-10"},
+		},
+		{
+			"past 2^31",
+			[]string{"lock-9999999999", "lock-2147483648", "lock-2147483647"},
+			[]string{"lock-"},
+			[]string{"lock-2147483647", "lock-2147483648", "lock-9999999999"},
+		},
+		{
+			"mixed parsable and unparsable",
+			[]string{"zzz", "lock-0000000003", "junk", pB, "lock-0000000002", "lock-x", pA, "lock--1", ""},
+			[]string{"lock-"},
+			[]string{pB, pA, "lock-0000000002", "lock-0000000003", "", "junk", "lock--1", "lock-x", "zzz"},
+		},
+		{
+			"ties broken by name",
+			[]string{"lock-0000000002", "b-lock-2", "a-lock-0000000002"},
+			[]string{"lock-"},
+			[]string{"a-lock-0000000002", "b-lock-2", "lock-0000000002"},
+		},
+		{"duplicates", []string{"b", "lock-1", "a", "b", "lock-1"}, []string{"lock-"}, []string{"lock-1", "lock-1", "a", "b", "b"}},
+		{
+			"read/write queue",
+			[]string{"write-0000000004", "_c_" + uuid + "-read-0000000003", "read-0000000001", "write-0000000002"},
+			[]string{"read-", "write-"},
+			[]string{"read-0000000001", "write-0000000002", "_c_" + uuid + "-read-0000000003", "write-0000000004"},
+		},
+		{"no lock names: by name", []string{"lock-2", "lock-10", "a"}, nil, []string{"a", "lock-10", "lock-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.in)
+			got := Sort(in, tt.lockNames...)
+			if !slices.Equal(got, tt.want) || got == nil {
+				t.Fatalf("Sort(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if !slices.Equal(in, tt.in) {
+				t.Fatalf("Sort modified its input: %q, was %q", in, tt.in)
+			}
+			if len(got) > 0 {
+				got[0] = "changed"
+				if !slices.Equal(in, tt.in) {
+					t.Fatal("Sort's result shares memory with its input")
+				}
+			}
+			// The order does not depend on the input order.
+			r := rand.New(rand.NewPCG(1, 2))
+			for range 20 {
+				shuffled := slices.Clone(tt.in)
+				r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+				if got := Sort(shuffled, tt.lockNames...); !slices.Equal(got, tt.want) {
+					t.Fatalf("Sort(%q) = %q, want %q", shuffled, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestFilter(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        []string
+		lockNames []string
+		want      []string
+	}{
+		{"nil", nil, []string{"lock-"}, []string{}},
+		{
+			"keeps contenders in order",
+			[]string{"lock-0000000002", "config", "_c_" + uuid + "-lock-0000000001", "lock-x", "lease"},
+			[]string{"lock-"},
+			[]string{"lock-0000000002", "_c_" + uuid + "-lock-0000000001", "lock-x"},
+		},
+		{
+			"several lock names",
+			[]string{"read-0000000001", "other", "write-0000000002", "lock-0000000003"},
+			[]string{"read-", "write-"},
+			[]string{"read-0000000001", "write-0000000002"},
+		},
+		{"no lock names", []string{"lock-0000000001"}, nil, []string{}},
+		{"empty lock name ignored", []string{"lock-0000000001", "x"}, []string{""}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.in)
+			got := Filter(in, tt.lockNames...)
+			if !slices.Equal(got, tt.want) || got == nil {
+				t.Fatalf("Filter(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if !slices.Equal(in, tt.in) {
+				t.Fatalf("Filter modified its input: %q, was %q", in, tt.in)
+			}
+		})
+	}
+}

@@ -1,0 +1,43 @@
+// Package mutex is a distributed, reentrant, fair mutual-exclusion lock on
+// ZooKeeper, compatible with Curator's InterProcessMutex on the same path.
+//
+//	m, err := mutex.New(client, "/locks/orders")
+//	if err != nil { ... }
+//	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+//	defer cancel()
+//	if err := m.Lock(ctx); err != nil { ... } // errors.Is(err, context.DeadlineExceeded)
+//	defer m.Unlock(context.Background())
+//	write(m.Token(), ...)                      // fencing token for downstream stores
+//
+// # Guarantees
+//
+//   - Mutual exclusion among all handles and processes using the same path,
+//     as long as sessions are live (see below).
+//   - Fairness: the lock is granted in the order the contenders queued.
+//   - Herd-free waiting: each waiter watches only its predecessor; a
+//     release wakes exactly one waiter.
+//   - Context first: Lock waits until the lock is held or ctx ends; a failed
+//     or cancelled Lock leaves no node behind.
+//   - Loss is signalled: Done is closed and Err says why when the session
+//     expires, the node is deleted by someone else, the client is closed, or
+//     the connection has been silent long enough that the server might
+//     expire the session — before another client could be granted the lock.
+//   - Fencing: Token returns the node's czxid, strictly increasing from one
+//     holder to the next across the ensemble.
+//   - Recovery from partial failure: a create whose reply was lost is found
+//     again by its UUID; no orphan node, no deadlock.
+//
+// # Non-guarantees
+//
+// No lock service can stop a process that was paused (GC, swap, a stopped
+// VM) past its session timeout from acting as if it still held the lock:
+// Done cannot fire while the process is not running. Pass [Mutex.Token] to
+// the systems you write to and have them reject stale tokens.
+//
+// # Reentrancy and goroutines
+//
+// Reentrancy is per handle, not per goroutine (Go has no goroutine
+// identity): Lock on a handle that already holds only increments a count,
+// without I/O. A handle is safe for concurrent use, but goroutines that
+// must exclude each other need separate handles.
+package mutex

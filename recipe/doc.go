@@ -1,0 +1,56 @@
+// Package recipe is the engine shared by every zkrecipes primitive: a
+// ZooKeeper [Client] with contexts, connection-state fan-out and loss
+// detection, and a lock engine ([Lock]) that the mutex, read/write lock,
+// semaphore and leader election specialise with a driver from package
+// [github.com/zkrecipes/zkrecipes/driver].
+//
+// Most programs use this package only to [Connect] and then hand the client
+// to a recipe:
+//
+//	c, err := recipe.Connect(ctx, []string{"127.0.0.1:2181"})
+//	...
+//	defer c.Close()
+//	m, err := mutex.New(c, "/locks/orders")
+//
+// # How a lock is acquired
+//
+// An acquire creates an EPHEMERAL_SEQUENTIAL node named
+// _c_<uuid>-<lockName><sequence> in the lock directory (Curator's
+// "protected" format; missing directories are created as CONTAINER nodes,
+// which the server removes once empty). In one round trip it then reads its
+// own node (arming a watch on it and learning its czxid, the fencing token)
+// and lists the directory. The driver decides from the sorted queue whether
+// the node holds; if not, the engine watches only the nodes the driver
+// names (for a mutex, the immediate predecessor) with getData watches, so a
+// release wakes one waiter, not all of them. When a watched node is deleted
+// the engine decides again from the queue it already knows, without listing
+// the directory: drivers only look at nodes ahead of ours, and sequence
+// numbers only grow.
+//
+// # Failure handling
+//
+// Connection-loss errors are retried under a [retry.Policy]. A create whose
+// reply was lost is found again by its UUID instead of being made twice. A
+// failed or cancelled acquire deletes its node before returning, or, while
+// the connection is down, in the background for as long as the session that
+// owns the node lives.
+//
+// # Loss signal
+//
+// A [Hold] closes its Done channel when ownership is lost or can no longer
+// be guaranteed: the session expired ([ErrSessionExpired]), another client
+// deleted the node ([ErrNodeDeleted]), the client was closed ([ErrClosed]),
+// or the client heard nothing from ZooKeeper for the loss timeout
+// ([ErrConnectionSuspended]; by default half the session timeout, which is
+// before the server could expire the session and grant the lock to someone
+// else).
+//
+// # What no ZooKeeper lock guarantees
+//
+// A holder that is paused (GC, swap, a stopped VM) past its session timeout
+// can wake up still believing it holds the lock while another process holds
+// it. Done cannot fire while the process is not running. This is why every
+// hold has a fencing token ([Hold.Token], the node's czxid, strictly
+// increasing across the ensemble): pass it to the systems you write to and
+// have them reject writes with a token lower than one they have seen.
+package recipe
