@@ -27,10 +27,10 @@ const instrumentationName = "github.com/zkrecipes/zkrecipes"
 // A Client is safe for concurrent use. Close it when done: closing ends the
 // session, so the server deletes every node the client still holds.
 type Client struct {
-	conn    *zk.Conn
-	cfg     config
-	log     *slog.Logger
-	tracer  trace.Tracer
+	conn   *zk.Conn
+	cfg    config
+	log    *slog.Logger
+	tracer trace.Tracer
 
 	lastHeard     atomic.Int64 // unix nanos of the last byte read from a server
 	negotiatedMs  atomic.Int64 // session timeout granted by the server

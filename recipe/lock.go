@@ -161,10 +161,10 @@ type attempt struct {
 	pending <-chan createResult // a create abandoned when ctx ended
 	session int64               // session that sent the create
 
-	ep      *epoch              // epoch in which our node was verified; nil: verify again
-	ownW    <-chan zk.Event     // watch on our own node
-	token   int64               // czxid of our node
-	sorted  []string            // the queue as last known
+	ep      *epoch          // epoch in which our node was verified; nil: verify again
+	ownW    <-chan zk.Event // watch on our own node
+	token   int64           // czxid of our node
+	sorted  []string        // the queue as last known
 	watches map[string]<-chan zk.Event
 }
 
