@@ -105,7 +105,17 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (*Hold, error) {
 	defer span.End()
 	a := &attempt{l: l, wait: wait, span: span}
 	a.newID()
-	err := l.c.retryDo(ctx, l.spec.Recipe+".acquire", a.step)
+	var err error
+	for {
+		// The retry schedule covers one stretch without progress: after any
+		// successful round trip a later connection loss gets a fresh one,
+		// however long the wait in the queue has been.
+		a.progressed = false
+		err = l.c.retryDo(ctx, l.spec.Recipe+".acquire", a.step)
+		if err == nil || !a.progressed || !errors.Is(err, retry.ErrGaveUp) {
+			break
+		}
+	}
 	waited := time.Since(start)
 	span.SetAttributes(attribute.Int64("zk.lock.wait_ms", waited.Milliseconds()))
 	if err == nil {
@@ -151,9 +161,10 @@ var errNoTrustedSession = fmt.Errorf("recipe: no trusted session yet: %w", zk.Er
 // attempt is the state of one Acquire. step resumes from it after every
 // retried error, so a retry never enqueues a second node.
 type attempt struct {
-	l    *Lock
-	wait bool
-	span trace.Span
+	l          *Lock
+	wait       bool
+	span       trace.Span
+	progressed bool // a round trip succeeded since the retry schedule began
 
 	prefix  string              // "_c_<uuid>-"
 	node    string              // our child name, once known
@@ -233,6 +244,7 @@ func (a *attempt) enqueue(ctx context.Context) error {
 			for _, n := range names {
 				if strings.HasPrefix(n, a.prefix) {
 					a.node, a.maybe = n, false
+					c.stats.recovered.Add(1)
 					a.span.AddEvent("recovered node after lost create reply", trace.WithAttributes(attribute.String("zk.lock.node", n)))
 					c.log.Debug("recovered node after lost create reply", "path", dir, "node", n)
 					return nil
@@ -257,6 +269,7 @@ func (a *attempt) enqueue(ctx context.Context) error {
 		}
 		switch {
 		case err == nil:
+			a.progressed = true
 			a.node, a.maybe = baseOf(p), false
 			return nil
 		case errors.Is(err, zk.ErrNoNode) && tries < 8:
@@ -322,6 +335,7 @@ func (a *attempt) verify(ctx context.Context) error {
 		a.newID()
 		return nil
 	}
+	a.progressed = true
 	a.ep, a.ownW, a.token = ep, ownW, st.Czxid
 	a.sorted = driver.Sort(driver.Filter(names, a.l.queue...), a.l.queue...)
 	a.watches = make(map[string]<-chan zk.Event)
@@ -353,6 +367,7 @@ func (a *attempt) arm(ctx context.Context, names []string) (gone bool, err error
 		_, ch, err := a.l.c.getW(ctx, join(a.l.dir, n))
 		switch {
 		case err == nil:
+			a.progressed = true
 			a.watches[n] = ch
 		case errors.Is(err, zk.ErrNoNode):
 			a.sorted = without(a.sorted, n)
@@ -404,6 +419,7 @@ func (a *attempt) await(ctx context.Context, names []string) error {
 	n := names[i-3]
 	ev, _ := v.Interface().(zk.Event)
 	delete(a.watches, n)
+	a.progressed = true
 	a.l.c.stats.wakeups.Add(1)
 	a.span.AddEvent("wake-up", trace.WithAttributes(
 		attribute.String("zk.lock.watched", n),

@@ -14,6 +14,9 @@ type Stats struct {
 	Wakeups int64
 	// Retries counts operations retried after a connection-loss error.
 	Retries int64
+	// Recovered counts creates whose reply was lost and whose node was
+	// found again by its UUID instead of being created twice.
+	Recovered int64
 	// Acquired counts successful acquires (reentrant ones excluded).
 	Acquired int64
 	// Lost counts holds that lost ownership.
@@ -32,14 +35,14 @@ func (s Stats) Sub(o Stats) Stats {
 		Creates: s.Creates - o.Creates, Deletes: s.Deletes - o.Deletes,
 		Lists: s.Lists - o.Lists, Reads: s.Reads - o.Reads,
 		Wakeups: s.Wakeups - o.Wakeups, Retries: s.Retries - o.Retries,
-		Acquired: s.Acquired - o.Acquired, Lost: s.Lost - o.Lost,
+		Recovered: s.Recovered - o.Recovered, Acquired: s.Acquired - o.Acquired, Lost: s.Lost - o.Lost,
 		EpochsEnded: s.EpochsEnded - o.EpochsEnded,
 	}
 }
 
 type stats struct {
 	creates, deletes, lists, reads atomic.Int64
-	wakeups, retries               atomic.Int64
+	wakeups, retries, recovered    atomic.Int64
 	acquired, lost, epochsEnded    atomic.Int64
 }
 
@@ -50,7 +53,7 @@ func (c *Client) Stats() Stats {
 		Creates: s.creates.Load(), Deletes: s.deletes.Load(),
 		Lists: s.lists.Load(), Reads: s.reads.Load(),
 		Wakeups: s.wakeups.Load(), Retries: s.retries.Load(),
-		Acquired: s.acquired.Load(), Lost: s.lost.Load(),
+		Recovered: s.recovered.Load(), Acquired: s.acquired.Load(), Lost: s.lost.Load(),
 		EpochsEnded: s.epochsEnded.Load(),
 	}
 }
