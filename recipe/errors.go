@@ -36,6 +36,9 @@ var (
 	// ErrNotOwner: a node carrying our id was found owned by another
 	// session (a stale node from an earlier session).
 	ErrNotOwner = errors.New("recipe: node owned by another session")
+	// ErrMismatch: the lock directory was set up with different parameters
+	// (for a semaphore, another number of leases) than this client's.
+	ErrMismatch = errors.New("recipe: lock directory set up differently")
 	// ErrPermission: ZooKeeper refused the operation for lack of rights
 	// (the node's ACL does not grant them to this client's credentials).
 	ErrPermission = errors.New("recipe: permission denied")

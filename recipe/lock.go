@@ -37,6 +37,12 @@ type LockSpec struct {
 	Queue []string
 	// Driver decides, from the sorted queue, whether our node holds.
 	Driver driver.Driver
+	// DirData, when set, is stored in the lock directory when the engine
+	// creates it, and every acquire checks, in the same round trip as its
+	// first listing, that the directory carries it (a directory without
+	// data is accepted). A mismatch fails the acquire with [ErrMismatch].
+	// The semaphore keeps its number of leases there.
+	DirData []byte
 }
 
 // Lock is the shared engine behind every recipe: it enqueues a protected
@@ -96,6 +102,27 @@ func (l *Lock) Client() *Client { return l.c }
 // (if the connection is down) in the background for as long as the session
 // that owns it lives. The error wraps ctx.Err() when ctx ended.
 func (l *Lock) Acquire(ctx context.Context, wait bool) (*Hold, error) {
+	hs, err := l.acquire(ctx, 1, wait)
+	if err != nil {
+		return nil, err
+	}
+	return hs[0], nil
+}
+
+// AcquireN enqueues n nodes in one transaction, so they take n consecutive
+// places in the queue with no other client's node between them, and waits
+// (or, with wait false, looks once) until all of them hold. It is all or
+// nothing: on failure none is held and every node is cleaned up as for
+// [Lock.Acquire]. With the N-lease driver, n must not exceed N or it waits
+// forever; recipes check that before calling.
+func (l *Lock) AcquireN(ctx context.Context, n int, wait bool) ([]*Hold, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("%w: n = %d, must be at least 1", ErrInvalidArgument, n)
+	}
+	return l.acquire(ctx, n, wait)
+}
+
+func (l *Lock) acquire(ctx context.Context, n int, wait bool) ([]*Hold, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
@@ -103,37 +130,53 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (*Hold, error) {
 	ctx, span := l.c.tracer.Start(ctx, l.spec.Recipe+".acquire",
 		trace.WithAttributes(attribute.String("zk.lock.path", l.dir)))
 	defer span.End()
-	a := &attempt{l: l, wait: wait, span: span}
-	a.newID()
+	if n > 1 {
+		span.SetAttributes(attribute.Int("zk.lock.count", n))
+	}
+	as := make([]*attempt, n)
+	for i := range as {
+		as[i] = &attempt{l: l, wait: wait, span: span}
+		as[i].newID()
+	}
 	var err error
-	for {
-		// The retry schedule covers one stretch without progress: after any
-		// successful round trip a later connection loss gets a fresh one,
-		// however long the wait in the queue has been.
-		a.progressed = false
-		err = l.c.retryDo(ctx, l.spec.Recipe+".acquire", a.step)
-		if err == nil || !a.progressed || !errors.Is(err, retry.ErrGaveUp) {
+	if n > 1 {
+		err = l.retryWithProgress(ctx, as[0], func(ctx context.Context) error { return l.enqueueAll(ctx, as) })
+	}
+	// The nodes are consecutive: waiting for each in turn waits for all.
+	for _, a := range as {
+		if err != nil {
 			break
 		}
+		err = l.retryWithProgress(ctx, a, a.step)
 	}
 	waited := time.Since(start)
 	span.SetAttributes(attribute.Int64("zk.lock.wait_ms", waited.Milliseconds()))
 	if err == nil {
-		h := a.hold()
-		l.c.stats.acquired.Add(1)
+		hs := make([]*Hold, n)
+		for i, a := range as {
+			hs[i] = a.hold()
+		}
+		l.c.stats.acquired.Add(int64(n))
 		span.SetAttributes(
-			attribute.String("zk.lock.node", h.node),
-			attribute.Int64("zk.lock.token", h.token),
+			attribute.String("zk.lock.node", hs[0].node),
+			attribute.Int64("zk.lock.token", hs[0].token),
 			attribute.String("zk.lock.outcome", "acquired"))
-		l.c.log.Debug("acquired", "recipe", l.spec.Recipe, "path", l.dir, "node", h.node, "token", h.token, "waited", waited)
-		return h, nil
+		l.c.log.Debug("acquired", "recipe", l.spec.Recipe, "path", l.dir, "node", hs[0].node, "token", hs[0].token, "count", n, "waited", waited)
+		return hs, nil
 	}
-	cleaned := a.abandon()
+	cleaned := make([]<-chan struct{}, n)
+	for i, a := range as {
+		cleaned[i] = a.abandon()
+	}
 	if g := l.c.cfg.cleanupGrace; g > 0 {
 		t := time.NewTimer(g)
-		select {
-		case <-cleaned:
-		case <-t.C:
+	wait:
+		for _, ch := range cleaned {
+			select {
+			case <-ch:
+			case <-t.C:
+				break wait
+			}
 		}
 		t.Stop()
 	}
@@ -155,6 +198,86 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (*Hold, error) {
 	return nil, err
 }
 
+// retryWithProgress runs fn under the client's retry policy. The schedule
+// covers one stretch without progress: after any successful round trip a
+// later connection loss gets a fresh schedule, however long the wait in the
+// queue has been.
+func (l *Lock) retryWithProgress(ctx context.Context, a *attempt, fn func(context.Context) error) error {
+	for {
+		a.progressed = false
+		err := l.c.retryDo(ctx, l.spec.Recipe+".acquire", fn)
+		if err == nil || !a.progressed || !errors.Is(err, retry.ErrGaveUp) {
+			return err
+		}
+	}
+}
+
+// enqueueAll creates the nodes of all attempts in one transaction, or finds
+// them if an earlier transaction's reply was lost (all or none exist).
+func (l *Lock) enqueueAll(ctx context.Context, as []*attempt) error {
+	c, dir := l.c, l.dir
+	if as[0].maybe {
+		names, err := c.children(ctx, dir)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrSessionExpired) {
+			return opError("list", dir, err)
+		}
+		found := 0
+		for _, a := range as {
+			for _, n := range names {
+				if strings.HasPrefix(n, a.prefix) {
+					a.node = n
+					found++
+				}
+			}
+			a.maybe = false
+		}
+		if found == len(as) {
+			c.stats.recovered.Add(int64(found))
+			return nil
+		}
+		if found != 0 {
+			return fmt.Errorf("recipe: %d of %d nodes of one transaction found in %s", found, len(as), dir)
+		}
+	}
+	paths := make([]string, len(as))
+	for i, a := range as {
+		paths[i] = join(dir, a.prefix+l.spec.LockName)
+	}
+	for tries := 0; ; tries++ {
+		sid := c.conn.SessionID()
+		for _, a := range as {
+			a.maybe, a.session = true, sid
+		}
+		created, inflight, err := c.createEphemeralSeqMulti(ctx, paths, l.data)
+		if inflight != nil {
+			for _, a := range as {
+				a.inflight = inflight
+			}
+			return err
+		}
+		if err == nil || !retry.Retryable(err) {
+			for _, a := range as {
+				a.maybe = false
+			}
+		}
+		switch {
+		case err == nil:
+			as[0].progressed = true
+			for i, a := range as {
+				a.node = baseOf(created[i])
+			}
+			return nil
+		case errors.Is(err, zk.ErrNoNode) && tries < 8:
+			if err := c.ensureDir(ctx, dir, l.spec.DirData); err != nil {
+				return err
+			}
+		case errors.Is(err, zk.ErrSessionExpired) && tries < 8:
+		default:
+			return opError("create", dir, err)
+		}
+	}
+}
+
 // errNoTrustedSession is retried: it means "wait for the connection".
 var errNoTrustedSession = fmt.Errorf("recipe: no trusted session yet: %w", zk.ErrConnectionClosed)
 
@@ -166,11 +289,11 @@ type attempt struct {
 	span       trace.Span
 	progressed bool // a round trip succeeded since the retry schedule began
 
-	prefix  string              // "_c_<uuid>-"
-	node    string              // our child name, once known
-	maybe   bool                // a create was sent whose outcome is unknown
-	pending <-chan createResult // a create abandoned when ctx ended
-	session int64               // session that sent the create
+	prefix   string          // "_c_<uuid>-"
+	node     string          // our child name, once known
+	maybe    bool            // a create was sent whose outcome is unknown
+	inflight <-chan struct{} // a create abandoned when ctx ended
+	session  int64           // session that sent the create
 
 	ep      *epoch          // epoch in which our node was verified; nil: verify again
 	ownW    <-chan zk.Event // watch on our own node
@@ -262,9 +385,9 @@ func (a *attempt) enqueue(ctx context.Context) error {
 	for tries := 0; ; tries++ {
 		a.maybe = true
 		a.session = c.conn.SessionID()
-		p, pending, err := c.createEphemeralSeq(ctx, path, a.l.data)
-		if pending != nil {
-			a.pending = pending
+		p, inflight, err := c.createEphemeralSeq(ctx, path, a.l.data)
+		if inflight != nil {
+			a.inflight = inflight
 			return err
 		}
 		switch {
@@ -274,7 +397,7 @@ func (a *attempt) enqueue(ctx context.Context) error {
 			return nil
 		case errors.Is(err, zk.ErrNoNode) && tries < 8:
 			a.maybe = false
-			if err := c.ensureDir(ctx, dir); err != nil {
+			if err := c.ensureDir(ctx, dir, a.l.spec.DirData); err != nil {
 				return err
 			}
 		case errors.Is(err, zk.ErrSessionExpired) && tries < 8:
@@ -295,18 +418,27 @@ func (a *attempt) verify(ctx context.Context) error {
 	c, dir := a.l.c, a.l.dir
 	own := join(dir, a.node)
 	var (
-		st    *zk.Stat
-		ownW  <-chan zk.Event
-		names []string
-		errW  error
-		errL  error
-		wg    sync.WaitGroup
+		st      *zk.Stat
+		ownW    <-chan zk.Event
+		names   []string
+		dirData []byte
+		errW    error
+		errL    error
+		errD    error
+		wg      sync.WaitGroup
 	)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		names, errL = c.children(ctx, dir)
 	}()
+	if a.l.spec.DirData != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dirData, _, errD = c.get(ctx, dir)
+		}()
+	}
 	st, ownW, errW = c.getW(ctx, own)
 	wg.Wait()
 	switch {
@@ -320,6 +452,10 @@ func (a *attempt) verify(ctx context.Context) error {
 		return nil
 	case errL != nil:
 		return opError("list", dir, errL)
+	case errD != nil && !errors.Is(errD, zk.ErrNoNode):
+		return opError("read", dir, errD)
+	case len(dirData) > 0 && string(dirData) != string(a.l.spec.DirData):
+		return fmt.Errorf("%w: %s carries %q, this client expects %q", ErrMismatch, dir, dirData, a.l.spec.DirData)
 	}
 	ep := c.currentEpoch()
 	if ep == nil {
@@ -436,12 +572,12 @@ func (a *attempt) await(ctx context.Context, names []string) error {
 // abandon hands whatever node the attempt may have created to cleanup and
 // returns a channel closed when it is gone.
 func (a *attempt) abandon() <-chan struct{} {
-	if a.node == "" && !a.maybe && a.pending == nil {
+	if a.node == "" && !a.maybe && a.inflight == nil {
 		done := make(chan struct{})
 		close(done)
 		return done
 	}
-	j := cleanupJob{dir: a.l.dir, prefix: a.prefix, pending: a.pending, session: a.session}
+	j := cleanupJob{dir: a.l.dir, prefix: a.prefix, inflight: a.inflight, session: a.session}
 	if a.node != "" {
 		j.path = join(a.l.dir, a.node)
 	}

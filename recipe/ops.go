@@ -51,58 +51,92 @@ func (c *Client) delete(ctx context.Context, path string) error {
 	return c.call(ctx, func() error { return c.conn.Delete(path, -1) })
 }
 
-// createResult is the outcome of a create request.
-type createResult struct {
-	path string
-	err  error
+// createEphemeralSeq sends a create for an ephemeral sequential node. When
+// ctx ends before the reply, it returns ctx's error and a channel closed once
+// the request has finished, so cleanup can then look for the node.
+func (c *Client) createEphemeralSeq(ctx context.Context, path string, data []byte) (string, <-chan struct{}, error) {
+	var p string
+	inflight, err := c.callTracked(ctx, func() (err error) {
+		p, err = c.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, c.cfg.acl)
+		return err
+	})
+	c.stats.creates.Add(1)
+	return p, inflight, err
 }
 
-// createEphemeralSeq sends a create for an ephemeral sequential node. When ctx
-// ends before the reply, it returns ctx's error and a channel on which the
-// outcome will arrive, so the caller can hand the node, if any, to cleanup.
-func (c *Client) createEphemeralSeq(ctx context.Context, path string, data []byte) (string, <-chan createResult, error) {
+// createEphemeralSeqMulti creates one ephemeral sequential node per path in a
+// single transaction: all or none, with consecutive sequence numbers. It
+// returns the created paths; see createEphemeralSeq for inflight.
+func (c *Client) createEphemeralSeqMulti(ctx context.Context, paths []string, data []byte) ([]string, <-chan struct{}, error) {
+	ops := make([]any, len(paths))
+	for i, p := range paths {
+		ops[i] = &zk.CreateRequest{Path: p, Data: data, Acl: c.cfg.acl, Flags: zk.FlagEphemeral | zk.FlagSequence}
+	}
+	var res []zk.MultiResponse
+	inflight, err := c.callTracked(ctx, func() (err error) {
+		res, err = c.conn.Multi(ops...)
+		return err
+	})
+	c.stats.creates.Add(1)
+	if err != nil {
+		return nil, inflight, err
+	}
+	out := make([]string, len(res))
+	for i, r := range res {
+		if r.Error != nil {
+			return nil, nil, r.Error
+		}
+		out[i] = r.String
+	}
+	return out, nil, nil
+}
+
+// callTracked is call for requests whose abandonment matters (creates):
+// when ctx ends first it also returns a channel closed once op has finished.
+func (c *Client) callTracked(ctx context.Context, op func() error) (<-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return "", nil, ErrClosed
+		return nil, ErrClosed
 	}
 	c.wg.Add(1)
 	c.mu.Unlock()
-	c.stats.creates.Add(1)
-	res := make(chan createResult, 1)
+	finished := make(chan struct{})
+	var opErr error
 	go func() {
 		defer c.wg.Done()
-		p, err := c.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, c.cfg.acl)
-		res <- createResult{p, err}
+		opErr = op()
+		close(finished)
 	}()
 	select {
-	case r := <-res:
-		return r.path, nil, c.mapClosed(r.err)
+	case <-finished:
+		return nil, c.mapClosed(opErr)
 	case <-ctx.Done():
-		return "", res, ctx.Err()
+		return finished, ctx.Err()
 	}
 }
 
 // ensureDir creates dir and any missing parents as CONTAINER nodes, which the
 // server deletes once they are empty. Existing nodes are fine.
-func (c *Client) ensureDir(ctx context.Context, dir string) error {
+// data is stored in dir itself if this call creates it.
+func (c *Client) ensureDir(ctx context.Context, dir string, data []byte) error {
 	if dir == "" {
 		return nil
 	}
 	for range 8 {
 		c.stats.creates.Add(1)
 		err := c.call(ctx, func() error {
-			_, err := c.conn.CreateContainer(dir, nil, zk.FlagContainer, c.cfg.acl)
+			_, err := c.conn.CreateContainer(dir, data, zk.FlagContainer, c.cfg.acl)
 			return err
 		})
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := c.ensureDir(ctx, parentOf(dir)); err != nil {
+			if err := c.ensureDir(ctx, parentOf(dir), nil); err != nil {
 				return err
 			}
 			// The parent exists now (unless reaped again): try once more.
@@ -116,11 +150,11 @@ func (c *Client) ensureDir(ctx context.Context, dir string) error {
 // cleanupJob asks for the deletion of a node this client created, or may
 // have created, in a session that may still be alive.
 type cleanupJob struct {
-	dir     string
-	prefix  string              // protected prefix to search for when path is unknown
-	path    string              // the node, when known
-	pending <-chan createResult // a create still in flight, if any
-	session int64               // the session the node belongs to; 0 if unknown
+	dir      string
+	prefix   string          // protected prefix to search for when path is unknown
+	path     string          // the node, when known
+	inflight <-chan struct{} // closed when a create still in flight has finished
+	session  int64           // the session the node belongs to; 0 if unknown
 }
 
 // cleanup deletes the job's node in the background, retrying connection-loss
@@ -147,15 +181,9 @@ func (c *Client) cleanup(j cleanupJob) <-chan struct{} {
 
 func (c *Client) runCleanup(j cleanupJob) {
 	ctx := c.lifetime
-	if j.pending != nil {
+	if j.inflight != nil {
 		select {
-		case r := <-j.pending:
-			switch {
-			case r.err == nil:
-				j.path = r.path
-			case !retry.Retryable(r.err):
-				return // refused by the server: there is no node
-			}
+		case <-j.inflight:
 		case <-ctx.Done():
 			return
 		}
