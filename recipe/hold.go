@@ -26,6 +26,8 @@ type Hold struct {
 	token   int64
 	session int64
 	ep      *epoch
+	prefix  string // protected prefix of the node
+	sweep   bool   // a duplicate of the node may appear: sweep the prefix when done
 
 	ctx    context.Context // ends the monitor
 	cancel context.CancelFunc
@@ -153,8 +155,13 @@ func (h *Hold) lose(reason error) {
 	c.stats.lost.Add(1)
 	c.log.Warn("lock lost", "path", h.l.dir, "node", h.node, "reason", reason)
 	if !errors.Is(reason, ErrNodeDeleted) && !errors.Is(reason, ErrSessionExpired) && !errors.Is(reason, ErrClosed) {
-		c.cleanup(cleanupJob{dir: h.l.dir, path: h.path, session: h.session})
+		c.cleanup(h.cleanupJob())
 	}
+}
+
+// cleanupJob describes the deletion of the node (and any duplicate).
+func (h *Hold) cleanupJob() cleanupJob {
+	return cleanupJob{dir: h.l.dir, path: h.path, prefix: h.prefix, sweep: h.sweep, session: h.session}
 }
 
 // Release deletes the node, after which someone else may hold. Connection
@@ -196,6 +203,9 @@ func (h *Hold) Release(ctx context.Context) error {
 	})
 	switch {
 	case err == nil:
+		if h.sweep {
+			c.cleanup(cleanupJob{dir: h.l.dir, prefix: h.prefix, sweep: true, session: h.session})
+		}
 		h.finish(ErrReleased)
 		return nil
 	case errors.Is(err, zk.ErrNoNode):
@@ -205,7 +215,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	case errors.Is(err, ErrClosed):
 		err = lostError(ErrClosed)
 	default:
-		c.cleanup(cleanupJob{dir: h.l.dir, path: h.path, session: h.session})
+		c.cleanup(h.cleanupJob())
 		err = opError("release", h.path, err)
 	}
 	span.RecordError(err)

@@ -238,6 +238,9 @@ func (l *Lock) enqueueAll(ctx context.Context, as []*attempt) error {
 		if found != 0 {
 			return fmt.Errorf("recipe: %d of %d nodes of one transaction found in %s", found, len(as), dir)
 		}
+		for _, a := range as {
+			a.dupRisk = true // see enqueue
+		}
 	}
 	paths := make([]string, len(as))
 	for i, a := range as {
@@ -292,6 +295,7 @@ type attempt struct {
 	prefix   string          // "_c_<uuid>-"
 	node     string          // our child name, once known
 	maybe    bool            // a create was sent whose outcome is unknown
+	dupRisk  bool            // a create of unknown outcome was not found: it may yet appear
 	inflight <-chan struct{} // a create abandoned when ctx ended
 	session  int64           // session that sent the create
 
@@ -379,7 +383,10 @@ func (a *attempt) enqueue(ctx context.Context) error {
 		default:
 			return opError("list", dir, err)
 		}
-		a.maybe = false
+		// Not found. Within one session the server orders requests, so the
+		// lost create has failed; through another ensemble member it might
+		// still be applied later. Sweep for it whenever this attempt ends.
+		a.maybe, a.dupRisk = false, true
 	}
 	path := join(dir, a.prefix+a.l.spec.LockName)
 	for tries := 0; ; tries++ {
@@ -473,9 +480,26 @@ func (a *attempt) verify(ctx context.Context) error {
 	}
 	a.progressed = true
 	a.ep, a.ownW, a.token = ep, ownW, st.Czxid
+	names = a.dropDuplicates(names)
 	a.sorted = driver.Sort(driver.Filter(names, a.l.queue...), a.l.queue...)
 	a.watches = make(map[string]<-chan zk.Event)
 	return nil
+}
+
+// dropDuplicates removes from names, and deletes in the background, any
+// other node carrying this attempt's UUID: the late effect of a create whose
+// reply was lost. It would otherwise sit in the queue until the session ends.
+func (a *attempt) dropDuplicates(names []string) []string {
+	out := names[:0]
+	for _, n := range names {
+		if n != a.node && strings.HasPrefix(n, a.prefix) {
+			a.l.c.log.Warn("deleting duplicate node of a lost create", "path", a.l.dir, "node", n)
+			a.l.c.cleanup(cleanupJob{dir: a.l.dir, path: join(a.l.dir, n), session: a.ep.session})
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // ownGone reports, without blocking, whether an event arrived for our node.
@@ -577,7 +601,8 @@ func (a *attempt) abandon() <-chan struct{} {
 		close(done)
 		return done
 	}
-	j := cleanupJob{dir: a.l.dir, prefix: a.prefix, inflight: a.inflight, session: a.session}
+	j := cleanupJob{dir: a.l.dir, prefix: a.prefix, inflight: a.inflight, session: a.session,
+		sweep: a.node == "" || a.dupRisk}
 	if a.node != "" {
 		j.path = join(a.l.dir, a.node)
 	}
@@ -593,6 +618,8 @@ func (a *attempt) hold() *Hold {
 		path:    join(a.l.dir, a.node),
 		token:   a.token,
 		session: a.ep.session,
+		prefix:  a.prefix,
+		sweep:   a.dupRisk,
 		ep:      a.ep,
 		done:    make(chan struct{}),
 		exited:  make(chan struct{}),

@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -151,8 +152,9 @@ func (c *Client) ensureDir(ctx context.Context, dir string, data []byte) error {
 // have created, in a session that may still be alive.
 type cleanupJob struct {
 	dir      string
-	prefix   string          // protected prefix to search for when path is unknown
+	prefix   string          // protected prefix of the attempt's nodes
 	path     string          // the node, when known
+	sweep    bool            // also delete every child carrying prefix
 	inflight <-chan struct{} // closed when a create still in flight has finished
 	session  int64           // the session the node belongs to; 0 if unknown
 }
@@ -202,6 +204,9 @@ func (c *Client) runCleanup(j cleanupJob) {
 			}
 		}
 		done, err := c.cleanupOnce(ctx, &j)
+		if ctx.Err() != nil {
+			return // closing ends the session, which removes the node
+		}
 		if done {
 			if err != nil {
 				c.log.Warn("cannot delete lock node", "dir", j.dir, "node", j.path, "err", err)
@@ -222,30 +227,39 @@ func (c *Client) runCleanup(j cleanupJob) {
 
 // cleanupOnce makes one attempt; done reports whether the job is finished.
 func (c *Client) cleanupOnce(ctx context.Context, j *cleanupJob) (done bool, err error) {
-	if j.path == "" {
-		names, err := c.children(ctx, j.dir)
-		if errors.Is(err, zk.ErrNoNode) {
-			return true, nil
-		}
-		if err != nil {
-			return !retry.Retryable(err), err
-		}
-		for _, n := range names {
-			if len(n) >= len(j.prefix) && n[:len(j.prefix)] == j.prefix {
-				j.path = join(j.dir, n)
-			}
-		}
-		if j.path == "" {
-			return true, nil // never created
+	if j.path != "" {
+		err := c.delete(ctx, j.path)
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+			j.path = ""
+		case retry.Retryable(err):
+			return false, err
+		default:
+			return true, err
 		}
 	}
-	err = c.delete(ctx, j.path)
-	switch {
-	case err == nil, errors.Is(err, zk.ErrNoNode):
+	if !j.sweep {
 		return true, nil
-	case retry.Retryable(err):
-		return false, err
-	default:
-		return true, err
 	}
+	names, err := c.children(ctx, j.dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return true, nil
+	}
+	if err != nil {
+		return !retry.Retryable(err), err
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, j.prefix) {
+			continue
+		}
+		err := c.delete(ctx, join(j.dir, n))
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+		case retry.Retryable(err):
+			return false, err
+		default:
+			return true, err
+		}
+	}
+	return true, nil
 }

@@ -1,0 +1,59 @@
+# zkrecipes development tasks. "make help" lists them.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO ?= go
+GOFMT ?= $(shell $(GO) env GOROOT)/bin/gofmt
+ZK := scripts/zk.sh
+
+# Port of the ZooKeeper server started by zk-up and demo (scripts/zk.sh's default).
+ZK_PORT ?= 21811
+# Extra flags for go test (make test TESTFLAGS='-run Mutex -v').
+TESTFLAGS ?=
+# Flags for the benchmark program (make bench BENCHFLAGS='-h').
+BENCHFLAGS ?=
+# Fuzzing time per fuzz target.
+FUZZTIME ?= 10s
+# Flags for the demo (make demo DEMOFLAGS='-workers 8 -increments 10').
+DEMOFLAGS ?= -workers 4 -increments 25
+# staticcheck 2025.1.1 (module version v0.6.1); not a dependency in go.mod.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
+
+.PHONY: help zk-install zk-up zk-down demo test test-short bench lint fuzz
+
+help: ## list the targets
+	@echo "usage: make TARGET [VAR=value ...]"
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z][a-z-]*:.*## / { printf "  %-11s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+zk-install: ## install ZooKeeper (Debian's zookeeper package) if missing; needs root or sudo
+	$(ZK) install
+
+zk-up: zk-install ## start a local ZooKeeper server on 127.0.0.1:ZK_PORT (data in .zk/)
+	$(ZK) start --port $(ZK_PORT)
+
+zk-down: ## stop the server started by zk-up
+	$(ZK) stop
+
+demo: zk-install zk-up ## start ZooKeeper, run processes contending for a mutex, stop ZooKeeper
+	@trap '$(ZK) stop' EXIT; \
+	$(GO) run ./examples/mutex-counter -zk 127.0.0.1:$(ZK_PORT) $(DEMOFLAGS)
+
+test: zk-install ## run every test, against real ZooKeeper servers, with the race detector
+	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...
+
+test-short: ## run the tests that need no ZooKeeper server
+	$(GO) test -short ./...
+
+bench: zk-install ## run the benchmarks against real ZooKeeper servers
+	$(GO) run ./internal/bench $(BENCHFLAGS)
+
+lint: ## check formatting (gofmt), go vet and staticcheck
+	@out=$$($(GOFMT) -l .); \
+	if [[ -n $$out ]]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+fuzz: ## run the fuzz targets for FUZZTIME each
+	$(GO) test -run='^$$' -fuzz=FuzzSort -fuzztime=$(FUZZTIME) ./driver/
+	$(GO) test -run='^$$' -fuzz=FuzzValidatePath -fuzztime=$(FUZZTIME) ./recipe/
