@@ -3,6 +3,7 @@ package zktest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -41,6 +42,16 @@ func Shared(t testing.TB) *Server {
 	if testing.Short() {
 		t.Skip("zktest: real ZooKeeper tests skipped under -short")
 	}
+	srv, err := SharedServer()
+	if err != nil {
+		t.Fatalf("zktest: shared server: %v", err)
+	}
+	return srv
+}
+
+// SharedServer is Shared for code without a testing.TB, such as Example
+// functions: it returns the shared server, starting it on first use.
+func SharedServer() (*Server, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.srv == nil && shared.err == nil {
@@ -50,10 +61,7 @@ func Shared(t testing.TB) *Server {
 			shared.srv, shared.err = StartServer(Options{})
 		}
 	}
-	if shared.err != nil {
-		t.Fatalf("zktest: shared server: %v", shared.err)
-	}
-	return shared.srv
+	return shared.srv, shared.err
 }
 
 // CloseShared stops the shared server, if one was started, and removes
@@ -72,7 +80,16 @@ func CloseShared() error {
 // Run runs the tests and then closes the shared server, and returns the
 // exit code. It is Main without the exit, for a TestMain that checks more
 // (e.g. goroutine leaks) after the servers are gone.
+//
+// Under -short, unless -run was given, only tests run: Example functions
+// print what a live server answers, and -short runs without one.
 func Run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" {
+			_ = f.Value.Set("^Test")
+		}
+	}
 	code := m.Run()
 	if err := CloseShared(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
