@@ -31,6 +31,7 @@ type Client struct {
 	cfg    config
 	log    *slog.Logger
 	tracer trace.Tracer
+	ins    instruments
 
 	lastHeard     atomic.Int64 // unix nanos of the last byte read from a server
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
@@ -114,6 +115,10 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		tracer:    cfg.tracerProvider.Tracer(instrumentationName),
 		connected: make(chan struct{}),
 		subs:      make(map[*subscriber]struct{}),
+	}
+	var err error
+	if c.ins, err = newInstruments(cfg.meterProvider); err != nil {
+		c.log.Warn("some metric instruments could not be created", "err", err)
 	}
 	c.lifetime, c.cancelLife = context.WithCancel(context.Background())
 	c.negotiatedMs.Store(cfg.sessionTimeout.Milliseconds())

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -148,11 +149,12 @@ func (h *Hold) lose(reason error) {
 		h.mu.Unlock()
 		return
 	}
-	h.err = lostError(reason)
-	close(h.done)
+	h.endLocked(lostError(reason))
 	h.mu.Unlock()
 	c := h.l.c
 	c.stats.lost.Add(1)
+	c.ins.losses.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
+		AttrRecipe.String(h.l.spec.Recipe), AttrReason.String(lossReason(reason)))))
 	c.log.Warn("lock lost", "path", h.l.dir, "node", h.node, "reason", reason)
 	if !errors.Is(reason, ErrNodeDeleted) && !errors.Is(reason, ErrSessionExpired) && !errors.Is(reason, ErrClosed) {
 		c.cleanup(h.cleanupJob())
@@ -191,9 +193,8 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 	c := h.l.c
 	ctx, span := c.tracer.Start(ctx, h.l.spec.Recipe+".release", trace.WithAttributes(
-		attribute.String("zk.lock.path", h.l.dir),
-		attribute.String("zk.lock.node", h.node),
-		attribute.Int64("zk.lock.token", h.token)))
+		AttrRecipe.String(h.l.spec.Recipe), AttrPath.String(h.l.dir),
+		AttrNode.String(h.node), AttrToken.Int64(h.token)))
 	defer span.End()
 	err := c.retryDo(ctx, h.l.spec.Recipe+".release", func(ctx context.Context) error {
 		if sid := c.conn.SessionID(); sid != 0 && sid != h.session {
@@ -229,7 +230,17 @@ func (h *Hold) finish(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err == nil {
-		h.err = err
-		close(h.done)
+		h.endLocked(err)
 	}
+}
+
+// end is endLocked for a hold no one else can see yet.
+func (h *Hold) end(err error) { h.endLocked(err) }
+
+// endLocked records why the hold ended and closes Done. h.mu is held (or
+// the hold is not shared yet) and h.err is nil.
+func (h *Hold) endLocked(err error) {
+	h.err = err
+	close(h.done)
+	h.l.c.ins.holders.Add(context.Background(), -1, h.l.attrs)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zkrecipes/zkrecipes/driver"
@@ -43,6 +44,8 @@ type LockSpec struct {
 	// data is accepted). A mismatch fails the acquire with [ErrMismatch].
 	// The semaphore keeps its number of leases there.
 	DirData []byte
+	// SpanName names the acquire span; default Recipe + ".acquire".
+	SpanName string
 }
 
 // Lock is the shared engine behind every recipe: it enqueues a protected
@@ -51,12 +54,18 @@ type LockSpec struct {
 // for concurrent use; each Acquire is independent (reentrancy is the
 // recipes' business).
 type Lock struct {
-	c     *Client
-	dir   string
-	spec  LockSpec
-	queue []string
-	data  []byte
+	c        *Client
+	dir      string
+	spec     LockSpec
+	queue    []string
+	data     []byte
+	spanName string
+
+	attrs        metric.MeasurementOption            // recipe attribute
+	outcomeAttrs map[string]metric.MeasurementOption // recipe + outcome
 }
+
+var outcomes = []string{"acquired", "timeout", "cancelled", "held_elsewhere", "error"}
 
 // NewLock validates its input, without I/O, and returns an engine for the
 // lock directory dir. data is stored in every node this Lock creates.
@@ -80,7 +89,16 @@ func NewLock(c *Client, dir string, spec LockSpec, data []byte) (*Lock, error) {
 	if len(q) == 0 {
 		q = []string{spec.LockName}
 	}
-	return &Lock{c: c, dir: dir, spec: spec, queue: q, data: append([]byte(nil), data...)}, nil
+	l := &Lock{c: c, dir: dir, spec: spec, queue: q, data: append([]byte(nil), data...),
+		spanName: spec.SpanName, attrs: recipeAttrs(spec.Recipe),
+		outcomeAttrs: make(map[string]metric.MeasurementOption, len(outcomes))}
+	if l.spanName == "" {
+		l.spanName = spec.Recipe + ".acquire"
+	}
+	for _, o := range outcomes {
+		l.outcomeAttrs[o] = metric.WithAttributeSet(attribute.NewSet(AttrRecipe.String(spec.Recipe), AttrOutcome.String(o)))
+	}
+	return l, nil
 }
 
 // Path returns the lock directory.
@@ -127,11 +145,13 @@ func (l *Lock) acquire(ctx context.Context, n int, wait bool) ([]*Hold, error) {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
 	start := time.Now()
-	ctx, span := l.c.tracer.Start(ctx, l.spec.Recipe+".acquire",
-		trace.WithAttributes(attribute.String("zk.lock.path", l.dir)))
+	ctx, span := l.c.tracer.Start(ctx, l.spanName,
+		trace.WithAttributes(AttrRecipe.String(l.spec.Recipe), AttrPath.String(l.dir)))
 	defer span.End()
+	l.c.ins.waiters.Add(ctx, int64(n), l.attrs)
+	defer l.c.ins.waiters.Add(ctx, -int64(n), l.attrs)
 	if n > 1 {
-		span.SetAttributes(attribute.Int("zk.lock.count", n))
+		span.SetAttributes(AttrCount.Int(n))
 	}
 	as := make([]*attempt, n)
 	for i := range as {
@@ -150,17 +170,20 @@ func (l *Lock) acquire(ctx context.Context, n int, wait bool) ([]*Hold, error) {
 		err = l.retryWithProgress(ctx, a, a.step)
 	}
 	waited := time.Since(start)
-	span.SetAttributes(attribute.Int64("zk.lock.wait_ms", waited.Milliseconds()))
+	span.SetAttributes(AttrWaitMs.Int64(waited.Milliseconds()))
 	if err == nil {
 		hs := make([]*Hold, n)
 		for i, a := range as {
 			hs[i] = a.hold()
 		}
 		l.c.stats.acquired.Add(int64(n))
+		l.c.ins.acquisitions.Add(ctx, int64(n), l.attrs)
+		l.c.ins.holders.Add(ctx, int64(n), l.attrs)
+		l.c.ins.acquireDuration.Record(ctx, waited.Seconds(), l.outcomeAttrs["acquired"])
 		span.SetAttributes(
-			attribute.String("zk.lock.node", hs[0].node),
-			attribute.Int64("zk.lock.token", hs[0].token),
-			attribute.String("zk.lock.outcome", "acquired"))
+			AttrNode.String(hs[0].node),
+			AttrToken.Int64(hs[0].token),
+			AttrOutcome.String("acquired"))
 		l.c.log.Debug("acquired", "recipe", l.spec.Recipe, "path", l.dir, "node", hs[0].node, "token", hs[0].token, "count", n, "waited", waited)
 		return hs, nil
 	}
@@ -189,7 +212,11 @@ func (l *Lock) acquire(ctx context.Context, n int, wait bool) ([]*Hold, error) {
 	case errors.Is(err, context.Canceled):
 		outcome = "cancelled"
 	}
-	span.SetAttributes(attribute.String("zk.lock.outcome", outcome))
+	span.SetAttributes(AttrOutcome.String(outcome))
+	l.c.ins.acquireDuration.Record(ctx, waited.Seconds(), l.outcomeAttrs[outcome])
+	if outcome == "timeout" {
+		l.c.ins.timeouts.Add(ctx, 1, l.attrs)
+	}
 	if outcome == "error" {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -348,7 +375,7 @@ func (a *attempt) step(ctx context.Context) error {
 		if !a.wait {
 			return ErrWouldBlock
 		}
-		a.span.SetAttributes(attribute.Int("zk.lock.queue_position", dec.Position))
+		a.span.SetAttributes(AttrPosition.Int(dec.Position))
 		gone, err := a.arm(ctx, dec.Watch)
 		if err != nil {
 			return err
@@ -372,7 +399,7 @@ func (a *attempt) enqueue(ctx context.Context) error {
 				if strings.HasPrefix(n, a.prefix) {
 					a.node, a.maybe = n, false
 					c.stats.recovered.Add(1)
-					a.span.AddEvent("recovered node after lost create reply", trace.WithAttributes(attribute.String("zk.lock.node", n)))
+					a.span.AddEvent("recovered node after lost create reply", trace.WithAttributes(AttrNode.String(n)))
 					c.log.Debug("recovered node after lost create reply", "path", dir, "node", n)
 					return nil
 				}
@@ -559,6 +586,7 @@ func (a *attempt) await(ctx context.Context, names []string) error {
 	for _, n := range names {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(a.watches[n])})
 	}
+	a.l.c.log.Debug("waiting", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node, "watch", names)
 	i, v, _ := reflect.Select(cases)
 	switch i {
 	case 0:
@@ -581,9 +609,10 @@ func (a *attempt) await(ctx context.Context, names []string) error {
 	delete(a.watches, n)
 	a.progressed = true
 	a.l.c.stats.wakeups.Add(1)
+	a.l.c.log.Debug("woken", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node, "watched", n, "event", ev.Type.String())
 	a.span.AddEvent("wake-up", trace.WithAttributes(
-		attribute.String("zk.lock.watched", n),
-		attribute.String("zk.event", ev.Type.String())))
+		attribute.String("zkrecipes.lock.watched", n),
+		attribute.String("zkrecipes.zk.event", ev.Type.String())))
 	switch ev.Type {
 	case zk.EventNodeDeleted:
 		a.sorted = without(a.sorted, n)
@@ -628,8 +657,7 @@ func (a *attempt) hold() *Hold {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		h.err = lostError(ErrClosed)
-		close(h.done)
+		h.end(lostError(ErrClosed))
 		close(h.exited)
 		return h
 	}
