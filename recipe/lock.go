@@ -334,6 +334,11 @@ type attempt struct {
 }
 
 func (a *attempt) newID() {
+	if a.dupRisk {
+		// A lost create under the old UUID may still appear: sweep for it.
+		a.l.c.cleanup(cleanupJob{dir: a.l.dir, prefix: a.prefix, sweep: true, session: a.session})
+		a.dupRisk = false
+	}
 	a.prefix = ProtectedPrefix + uuid.NewString() + "-"
 	a.node, a.maybe, a.ep, a.ownW, a.sorted, a.watches = "", false, nil, nil, nil, nil
 }
