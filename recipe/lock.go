@@ -548,19 +548,36 @@ func (a *attempt) ownGone() bool {
 	}
 }
 
-// arm sets a data watch on every node in names not watched yet. A node that
-// is already gone is removed from the known queue and gone is true: the
-// driver can then decide again without waiting.
+// arm sets a data watch on every node in names not watched yet, all in one
+// round trip. A node that is already gone is removed from the known queue
+// and gone is true: the driver can then decide again without waiting.
 func (a *attempt) arm(ctx context.Context, names []string) (gone bool, err error) {
+	var todo []string
 	for _, n := range names {
-		if _, ok := a.watches[n]; ok {
-			continue
+		if _, ok := a.watches[n]; !ok {
+			todo = append(todo, n)
 		}
-		_, ch, err := a.l.c.getW(ctx, join(a.l.dir, n))
-		switch {
+	}
+	chans := make([]<-chan zk.Event, len(todo))
+	errs := make([]error, len(todo))
+	if len(todo) == 1 {
+		_, chans[0], errs[0] = a.l.c.getW(ctx, join(a.l.dir, todo[0]))
+	} else {
+		var wg sync.WaitGroup
+		for i, n := range todo {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, chans[i], errs[i] = a.l.c.getW(ctx, join(a.l.dir, n))
+			}()
+		}
+		wg.Wait()
+	}
+	for i, n := range todo {
+		switch err := errs[i]; {
 		case err == nil:
 			a.progressed = true
-			a.watches[n] = ch
+			a.watches[n] = chans[i]
 		case errors.Is(err, zk.ErrNoNode):
 			a.sorted = without(a.sorted, n)
 			gone = true
