@@ -12,9 +12,11 @@ import (
 	"time"
 )
 
-// ZooKeeper request opcodes that create a znode.
+// ZooKeeper request opcodes that create a znode. A multi (transaction)
+// counts as a create: the recipes use it to create several nodes at once.
 const (
 	opCreate          = 1
+	opMulti           = 14
 	opCreate2         = 15
 	opCreateContainer = 19
 	opCreateTTL       = 21
@@ -37,7 +39,8 @@ type ProxyStats struct {
 	// Connections is the number of client connections accepted.
 	Connections int
 	// Creates is the number of create requests (create, create2,
-	// createContainer, createTTL) forwarded to a server.
+	// createContainer, createTTL, and multi transactions) forwarded to a
+	// server.
 	Creates int
 	// Cuts is the number of connections cut by CutAfterCreates.
 	Cuts int
@@ -349,7 +352,7 @@ func (c *proxyConn) clientToServer(server net.Conn) {
 			return
 		}
 		switch op {
-		case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+		case opCreate, opCreate2, opCreateContainer, opCreateTTL, opMulti:
 			if c.p.countCreate() {
 				c.cutAfterCreate()
 				return
