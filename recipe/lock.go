@@ -331,6 +331,7 @@ type attempt struct {
 	token   int64           // czxid of our node
 	sorted  []string        // the queue as last known
 	watches map[string]<-chan zk.Event
+	stale   bool // sorted is older than the last wake-up
 }
 
 func (a *attempt) newID() {
@@ -340,7 +341,7 @@ func (a *attempt) newID() {
 		a.dupRisk = false
 	}
 	a.prefix = ProtectedPrefix + uuid.NewString() + "-"
-	a.node, a.maybe, a.ep, a.ownW, a.sorted, a.watches = "", false, nil, nil, nil, nil
+	a.node, a.maybe, a.ep, a.ownW, a.sorted, a.watches, a.stale = "", false, nil, nil, nil, nil, false
 }
 
 // step runs the acquire state machine until held, a non-retryable error, or
@@ -379,6 +380,15 @@ func (a *attempt) step(ctx context.Context) error {
 		}
 		if !a.wait {
 			return ErrWouldBlock
+		}
+		if a.stale {
+			// Woken but not at the front of the known queue: the nodes
+			// still listed ahead are probably gone. One listing beats a
+			// read per stale node.
+			if err := a.relist(ctx); err != nil {
+				return err
+			}
+			continue
 		}
 		a.span.SetAttributes(AttrPosition.Int(dec.Position))
 		gone, err := a.arm(ctx, dec.Watch)
@@ -512,10 +522,31 @@ func (a *attempt) verify(ctx context.Context) error {
 	}
 	a.progressed = true
 	a.ep, a.ownW, a.token = ep, ownW, st.Czxid
+	a.watches = make(map[string]<-chan zk.Event)
+	a.setQueue(names)
+	return nil
+}
+
+// relist reads the queue again (our node and its watch are unchanged).
+func (a *attempt) relist(ctx context.Context) error {
+	names, err := a.l.c.children(ctx, a.l.dir)
+	switch {
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired):
+		a.newID()
+		return nil
+	case err != nil:
+		return opError("list", a.l.dir, err)
+	}
+	a.progressed = true
+	a.setQueue(names)
+	return nil
+}
+
+// setQueue records a fresh listing as the known queue.
+func (a *attempt) setQueue(names []string) {
 	names = a.dropDuplicates(names)
 	a.sorted = driver.Sort(driver.Filter(names, a.l.queue...), a.l.queue...)
-	a.watches = make(map[string]<-chan zk.Event)
-	return nil
+	a.stale = false
 }
 
 // dropDuplicates removes from names, and deletes in the background, any
@@ -638,6 +669,7 @@ func (a *attempt) await(ctx context.Context, names []string) error {
 	switch ev.Type {
 	case zk.EventNodeDeleted:
 		a.sorted = without(a.sorted, n)
+		a.stale = true
 	case zk.EventNotWatching:
 		a.ep = nil // session trouble: verify again
 	}
