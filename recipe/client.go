@@ -36,6 +36,7 @@ type Client struct {
 	lastHeard     atomic.Int64 // unix nanos of the last byte read from a server
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
 	wireSession   atomic.Int64 // session id of the last connect response
+	zxids         createZxids  // zxids of create replies, by returned path
 	stats         stats
 	lifetime      context.Context // cancelled by Close
 	cancelLife    context.CancelFunc
@@ -406,22 +407,30 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 		if err != nil {
 			return nil, err
 		}
-		return &trackedConn{Conn: conn, c: c}, nil
+		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids}}, nil
 	}
 }
 
-// trackedConn is a net.Conn that notes every read for the client.
+// trackedConn is a net.Conn that notes every read for the client and taps
+// create replies for their zxids (see wire.go).
 type trackedConn struct {
 	net.Conn
 	c    *Client
+	tap  wireTap
 	hdr  [20]byte // length, protocol version, granted timeout, session id of the connect response
 	hdrN int
+}
+
+func (t *trackedConn) Write(p []byte) (int, error) {
+	t.tap.noteWrite(p)
+	return t.Conn.Write(p)
 }
 
 func (t *trackedConn) Read(p []byte) (int, error) {
 	n, err := t.Conn.Read(p)
 	if n > 0 {
 		t.c.lastHeard.Store(time.Now().UnixNano())
+		t.tap.noteRead(p[:n])
 		if t.hdrN < len(t.hdr) {
 			t.hdrN += copy(t.hdr[t.hdrN:], p[:n])
 			if t.hdrN == len(t.hdr) {

@@ -72,6 +72,22 @@ func (h *Hold) Err() error {
 func (h *Hold) monitor(ownW <-chan zk.Event) {
 	defer close(h.exited)
 	c := h.l.c
+	if ownW == nil {
+		// Acquired without reading our node: arm its watch now. A node
+		// deleted meanwhile is found missing and reported.
+		ch, err := h.rearm()
+		switch {
+		case err != nil:
+			h.lose(err)
+			return
+		case ch == nil:
+			if c.isClosed() {
+				h.lose(ErrClosed)
+			}
+			return
+		}
+		ownW = ch
+	}
 	for {
 		select {
 		case <-h.ctx.Done():

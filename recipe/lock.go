@@ -323,6 +323,7 @@ type attempt struct {
 	node     string          // our child name, once known
 	maybe    bool            // a create was sent whose outcome is unknown
 	dupRisk  bool            // a create of unknown outcome was not found: it may yet appear
+	fresh    bool            // node came from this attempt's own successful create
 	inflight <-chan struct{} // a create abandoned when ctx ended
 	session  int64           // session that sent the create
 
@@ -341,7 +342,8 @@ func (a *attempt) newID() {
 		a.dupRisk = false
 	}
 	a.prefix = ProtectedPrefix + uuid.NewString() + "-"
-	a.node, a.maybe, a.ep, a.ownW, a.sorted, a.watches, a.stale = "", false, nil, nil, nil, nil, false
+	a.node, a.maybe, a.fresh, a.token = "", false, false, 0
+	a.ep, a.ownW, a.sorted, a.watches, a.stale = nil, nil, nil, nil, false
 }
 
 // step runs the acquire state machine until held, a non-retryable error, or
@@ -434,7 +436,7 @@ func (a *attempt) enqueue(ctx context.Context) error {
 	for tries := 0; ; tries++ {
 		a.maybe = true
 		a.session = c.conn.SessionID()
-		p, inflight, err := c.createEphemeralSeq(ctx, path, a.l.data)
+		p, zxid, inflight, err := c.createEphemeralSeq(ctx, path, a.l.data)
 		if inflight != nil {
 			a.inflight = inflight
 			return err
@@ -442,7 +444,7 @@ func (a *attempt) enqueue(ctx context.Context) error {
 		switch {
 		case err == nil:
 			a.progressed = true
-			a.node, a.maybe = baseOf(p), false
+			a.node, a.maybe, a.fresh, a.token = baseOf(p), false, true, zxid
 			return nil
 		case errors.Is(err, zk.ErrNoNode) && tries < 8:
 			a.maybe = false
@@ -460,12 +462,24 @@ func (a *attempt) enqueue(ctx context.Context) error {
 	}
 }
 
-// verify reads our node (arming the watch that tells us if it goes) and the
-// queue in one round trip, and checks that the node belongs to the session
-// the client trusts now.
+// verify reads the queue, checks the directory's parameters and makes sure
+// our node belongs to the session the client trusts now, all in one round
+// trip.
+//
+// A node this attempt created in the trusted session, whose create reply
+// carried its zxid (the token), needs no read of its own: the listing shows
+// it. Its watch is armed with the first watch the attempt sets, or by the
+// hold. Any other node (found again after a lost reply, or created while the
+// session changed) is read, watched and checked for its owner in the same
+// round trip as the listing.
 func (a *attempt) verify(ctx context.Context) error {
 	c, dir := a.l.c, a.l.dir
 	own := join(dir, a.node)
+	ep := c.currentEpoch()
+	if ep == nil {
+		return errNoTrustedSession
+	}
+	readOwn := !a.fresh || a.token == 0 || a.session != ep.session
 	var (
 		st      *zk.Stat
 		ownW    <-chan zk.Event
@@ -476,11 +490,13 @@ func (a *attempt) verify(ctx context.Context) error {
 		errD    error
 		wg      sync.WaitGroup
 	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		names, errL = c.children(ctx, dir)
-	}()
+	if readOwn {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, ownW, errW = c.getW(ctx, own)
+		}()
+	}
 	if a.l.spec.DirData != nil {
 		wg.Add(1)
 		go func() {
@@ -488,17 +504,15 @@ func (a *attempt) verify(ctx context.Context) error {
 			dirData, _, errD = c.get(ctx, dir)
 		}()
 	}
-	st, ownW, errW = c.getW(ctx, own)
+	names, errL = c.children(ctx, dir)
 	wg.Wait()
 	switch {
-	case errors.Is(errW, zk.ErrNoNode), errors.Is(errW, zk.ErrSessionExpired):
+	case errors.Is(errW, zk.ErrNoNode), errors.Is(errW, zk.ErrSessionExpired),
+		errors.Is(errL, zk.ErrNoNode), errors.Is(errL, zk.ErrSessionExpired):
 		a.newID() // gone (session expired or deleted by someone): enqueue anew
 		return nil
 	case errW != nil:
 		return opError("read", own, errW)
-	case errors.Is(errL, zk.ErrSessionExpired):
-		a.newID()
-		return nil
 	case errL != nil:
 		return opError("list", dir, errL)
 	case errD != nil && !errors.Is(errD, zk.ErrNoNode):
@@ -506,22 +520,24 @@ func (a *attempt) verify(ctx context.Context) error {
 	case len(dirData) > 0 && string(dirData) != string(a.l.spec.DirData):
 		return fmt.Errorf("%w: %s carries %q, this client expects %q", ErrMismatch, dir, dirData, a.l.spec.DirData)
 	}
-	ep := c.currentEpoch()
-	if ep == nil {
+	if c.currentEpoch() != ep {
 		return errNoTrustedSession
 	}
-	if st.EphemeralOwner != ep.session {
-		// A node with our UUID from a session that is no longer ours:
-		// delete it and start over with a fresh UUID.
-		c.log.Warn("deleting stale node of an earlier session", "node", own, "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
-		if err := c.delete(ctx, own); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return opError("delete stale", own, err)
+	if readOwn {
+		if st.EphemeralOwner != ep.session {
+			// A node with our UUID from a session that is no longer
+			// ours: delete it and start over with a fresh UUID.
+			c.log.Warn("deleting stale node of an earlier session", "node", own, "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
+			if err := c.delete(ctx, own); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return opError("delete stale", own, err)
+			}
+			a.newID()
+			return nil
 		}
-		a.newID()
-		return nil
+		a.ownW, a.token = ownW, st.Czxid
 	}
 	a.progressed = true
-	a.ep, a.ownW, a.token = ep, ownW, st.Czxid
+	a.ep = ep
 	a.watches = make(map[string]<-chan zk.Event)
 	a.setQueue(names)
 	return nil
@@ -584,6 +600,9 @@ func (a *attempt) ownGone() bool {
 // and gone is true: the driver can then decide again without waiting.
 func (a *attempt) arm(ctx context.Context, names []string) (gone bool, err error) {
 	var todo []string
+	if a.ownW == nil {
+		todo = append(todo, a.node) // our own node's watch goes in the same round trip
+	}
 	for _, n := range names {
 		if _, ok := a.watches[n]; !ok {
 			todo = append(todo, n)
@@ -605,6 +624,18 @@ func (a *attempt) arm(ctx context.Context, names []string) (gone bool, err error
 		wg.Wait()
 	}
 	for i, n := range todo {
+		if n == a.node {
+			switch err := errs[i]; {
+			case err == nil:
+				a.ownW = chans[i]
+			case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired):
+				a.newID()
+				return true, nil
+			default:
+				return false, opError("watch", join(a.l.dir, n), err)
+			}
+			continue
+		}
 		switch err := errs[i]; {
 		case err == nil:
 			a.progressed = true

@@ -14,6 +14,8 @@ import (
 
 // The methods below are go-zookeeper requests with a context and counters.
 // They do not retry; callers run them under retryDo where that is right.
+// On error they return no results: a request abandoned because its context
+// ended may still be writing them.
 
 func (c *Client) children(ctx context.Context, dir string) ([]string, error) {
 	var names []string
@@ -22,7 +24,10 @@ func (c *Client) children(ctx context.Context, dir string) ([]string, error) {
 		names, _, err = c.conn.Children(dir)
 		return err
 	})
-	return names, err
+	if err != nil {
+		return nil, err // results may still be written by an abandoned request
+	}
+	return names, nil
 }
 
 func (c *Client) get(ctx context.Context, path string) ([]byte, *zk.Stat, error) {
@@ -33,7 +38,10 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 		data, st, err = c.conn.Get(path)
 		return err
 	})
-	return data, st, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, st, nil
 }
 
 func (c *Client) getW(ctx context.Context, path string) (*zk.Stat, <-chan zk.Event, error) {
@@ -44,7 +52,10 @@ func (c *Client) getW(ctx context.Context, path string) (*zk.Stat, <-chan zk.Eve
 		_, st, ch, err = c.conn.GetW(path)
 		return err
 	})
-	return st, ch, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, ch, nil
 }
 
 func (c *Client) delete(ctx context.Context, path string) error {
@@ -55,14 +66,20 @@ func (c *Client) delete(ctx context.Context, path string) error {
 // createEphemeralSeq sends a create for an ephemeral sequential node. When
 // ctx ends before the reply, it returns ctx's error and a channel closed once
 // the request has finished, so cleanup can then look for the node.
-func (c *Client) createEphemeralSeq(ctx context.Context, path string, data []byte) (string, <-chan struct{}, error) {
-	var p string
+//
+// zxid is the node's czxid as seen on the wire, 0 if unknown.
+func (c *Client) createEphemeralSeq(ctx context.Context, path string, data []byte) (string, int64, <-chan struct{}, error) {
+	var created string
 	inflight, err := c.callTracked(ctx, func() (err error) {
-		p, err = c.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, c.cfg.acl)
+		created, err = c.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, c.cfg.acl)
 		return err
 	})
 	c.stats.creates.Add(1)
-	return p, inflight, err
+	if err != nil {
+		return "", 0, inflight, err
+	}
+	zxid, _ := c.zxids.take(created)
+	return created, zxid, nil, nil
 }
 
 // createEphemeralSeqMulti creates one ephemeral sequential node per path in a

@@ -70,17 +70,20 @@
 //
 // # Cost
 //
-// An uncontended Acquire costs two sequential round trips: the create,
-// then one pipelined round trip that reads the new node (arming its watch
-// and learning the token), reads the path's recorded number of leases and
-// lists the queue; four requests in all (one create, two reads, one list).
-// The first acquire on a new path also creates the path: its first create
-// fails, the path is created, and the create is sent again (two more round
-// trips, more if parents are missing too). A waiter arms one
-// watch per predecessor it watches; when one is deleted it decides again
-// from the queue it knows, without listing the path. Release is one delete.
-// AcquireN(n) costs one transaction, then one such pipelined round trip per
-// node.
+// An uncontended Acquire costs two sequential round trips: the create
+// (whose reply carries the token), then one pipelined round trip that reads
+// the path's recorded number of leases and lists the queue; three requests
+// on the critical path. Right after Acquire returns, the lease arms a watch
+// on its own node (one more read, off the critical path), so that a
+// deletion by someone else is reported through Done. The first acquire on a
+// new path also creates the path: its first create fails, the path is
+// created, and the create is sent again (two more round trips, more if
+// parents are missing too). A waiter arms, in one round trip, one watch per
+// predecessor it watches and one on its own node; when a watched node is
+// deleted it decides again from the queue it knows, and lists the path once
+// only if nodes it knew of are still ahead. Release is one delete.
+// AcquireN(n) costs one transaction, then one pipelined round trip per node
+// that also reads the node.
 //
 // # Non-guarantees
 //

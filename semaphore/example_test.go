@@ -7,21 +7,32 @@ import (
 	"log"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
+
+// exampleServers returns the address of the test server; in a program this
+// is your ensemble, e.g. []string{"zk1:2181", "zk2:2181", "zk3:2181"}.
+func exampleServers() []string {
+	srv, err := zktest.SharedServer()
+	if err != nil {
+		log.Fatal(err)
+	}
+	return []string{srv.Addr()}
+}
 
 // At most three processes talk to the database at once, whichever hosts
 // they run on.
 func Example() {
 	ctx := context.Background()
-	c, err := recipe.Connect(ctx, []string{"127.0.0.1:2181"})
+	c, err := recipe.Connect(ctx, exampleServers())
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
 
-	s, err := semaphore.New(c, "/pools/db-connections", 3)
+	s, err := semaphore.New(c, "/examples/semaphore/db-connections", 3)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -34,42 +45,78 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer lease.Release(context.Background())
 
 	select {
 	case <-lease.Done():
 		log.Fatal("lease lost before the work started: ", lease.Err())
 	default:
 	}
-	fmt.Printf("working with lease %s, fencing token %d\n", lease.Node(), lease.Token())
+	// Work, passing lease.Token() to the systems written to.
+	fmt.Println("working with one of", s.MaxLeases(), "leases; token > 0:", lease.Token() > 0)
+
+	if err := lease.Release(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("released:", errors.Is(lease.Err(), semaphore.ErrReleased))
+	// Output:
+	// working with one of 3 leases; token > 0: true
+	// released: true
 }
 
 // TryAcquire returns at once when every lease is taken.
 func ExampleSemaphore_TryAcquire() {
-	var s *semaphore.Semaphore // from semaphore.New
-	lease, err := s.TryAcquire(context.Background())
+	ctx := context.Background()
+	c, err := recipe.Connect(ctx, exampleServers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	s, err := semaphore.New(c, "/examples/semaphore/try", 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	first, err := s.TryAcquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = s.TryAcquire(ctx)
 	switch {
 	case errors.Is(err, semaphore.ErrNoLease):
 		fmt.Println("busy, try later")
-		return
 	case err != nil:
 		log.Fatal(err)
 	}
-	defer lease.Release(context.Background())
-	// ... work ...
+	_ = first.Release(ctx)
+	// Output:
+	// busy, try later
 }
 
 // AcquireN takes several leases at once, all or none.
 func ExampleSemaphore_AcquireN() {
-	var s *semaphore.Semaphore // from semaphore.New(c, path, 4)
-	leases, err := s.AcquireN(context.Background(), 3)
+	ctx := context.Background()
+	c, err := recipe.Connect(ctx, exampleServers())
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer func() {
-		for _, l := range leases {
-			l.Release(context.Background())
+	defer c.Close()
+	s, err := semaphore.New(c, "/examples/semaphore/acquire-n", 4)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	leases, err := s.AcquireN(actx, 3) // a job that needs three slots
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("leases held:", len(leases))
+	for _, l := range leases {
+		if err := l.Release(ctx); err != nil {
+			log.Fatal(err)
 		}
-	}()
-	// ... a job that needs three slots ...
+	}
+	// Output:
+	// leases held: 3
 }

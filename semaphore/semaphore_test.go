@@ -578,12 +578,16 @@ func TestRoundTrips(t *testing.T) {
 	measure("first Acquire (creates the path)", func() { l = acquire(t, s) })
 	measure("Release", func() { release(t, l) })
 	d := measure("uncontended Acquire", func() { l = acquire(t, s) })
-	if d.Creates != 1 || d.Reads != 2 || d.Lists != 1 || d.Deletes != 0 {
-		t.Fatalf("uncontended Acquire: %+v, want 1 create, 2 reads (own node, path), 1 list", d)
+	// The token comes with the create's reply; the read of the path's
+	// parameters goes with the listing. The hold arms the watch on its
+	// own node right after Acquire returns, which may or may not be
+	// counted yet.
+	if d.Creates != 1 || d.Reads < 1 || d.Reads > 2 || d.Lists != 1 || d.Deletes != 0 {
+		t.Fatalf("uncontended Acquire: %+v, want 1 create, 1 list, 1 read (path) and perhaps the hold's watch", d)
 	}
 	d = measure("Release", func() { release(t, l) })
-	if d.RoundTrips() != 1 || d.Deletes != 1 {
-		t.Fatalf("Release: %+v, want one delete", d)
+	if d.Deletes != 1 || d.Creates+d.Lists != 0 || d.Reads > 1 {
+		t.Fatalf("Release: %+v, want one delete (and perhaps the hold's watch)", d)
 	}
 	d = measure("uncontended TryAcquire", func() {
 		var err error
@@ -591,8 +595,8 @@ func TestRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if d.RoundTrips() != 4 {
-		t.Fatalf("uncontended TryAcquire: %+v, want 4 requests", d)
+	if d.RoundTrips() < 3 || d.RoundTrips() > 4 {
+		t.Fatalf("uncontended TryAcquire: %+v, want 3 requests and perhaps the hold's watch", d)
 	}
 	release(t, l)
 	var ls []*semaphore.Lease

@@ -1,0 +1,162 @@
+package recipe
+
+import (
+	"encoding/binary"
+	"sync"
+)
+
+// go-zookeeper's Create returns the new node's path but drops the zxid of
+// the reply, which is the node's czxid: the fencing token. Reading the token
+// back would cost a round trip on every acquire, so the connection wrapper
+// watches the wire instead: it notes the xids of create requests as they are
+// written and, as replies are read, the zxid of each successful create with
+// the path it returned. The engine takes the zxid by path right after Create
+// returns (go-zookeeper reads the reply before it hands the result over).
+// Nothing is altered on the wire; where anything does not parse, nothing is
+// noted and the engine reads the node instead.
+
+const (
+	opCreate          = 1
+	opCreate2         = 15
+	opCreateContainer = 19
+	opCreateTTL       = 21
+
+	maxNotedCreates = 4096 // bound on zxids not (yet) taken by the engine
+	maxWirePath     = 4096 // longer paths are not noted
+)
+
+// createZxids maps the path returned by a create to its zxid.
+type createZxids struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+func (z *createZxids) put(path string, zxid int64) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.m == nil || len(z.m) >= maxNotedCreates {
+		z.m = make(map[string]int64)
+	}
+	z.m[path] = zxid
+}
+
+// take returns and forgets the zxid of the create that returned path.
+func (z *createZxids) take(path string) (int64, bool) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	zxid, ok := z.m[path]
+	delete(z.m, path)
+	return zxid, ok
+}
+
+// wireTap follows one connection's frames in both directions.
+type wireTap struct {
+	out *createZxids
+
+	mu      sync.Mutex
+	pending map[int32]struct{} // xids of create requests awaiting a reply
+	wrote   bool               // the first frame (connect request) went out
+
+	// Incoming stream state. The first frame is the connect response.
+	readFirst bool
+	hdr       [20]byte // length + reply header (xid, zxid, err)
+	hdrN      int
+	body      []byte // path reply of a create being collected
+	bodyWant  int    // bytes of body still wanted (collected into body)
+	skip      int    // bytes of the current frame still to skip
+	xid       int32
+	zxid      int64
+}
+
+// wrote notes a frame written by go-zookeeper, which writes each request
+// as one whole frame.
+func (w *wireTap) noteWrite(p []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.wrote {
+		w.wrote = true // the connect request has no request header
+		return
+	}
+	if len(p) < 12 || int(binary.BigEndian.Uint32(p[0:4])) != len(p)-4 {
+		return
+	}
+	switch int32(binary.BigEndian.Uint32(p[8:12])) {
+	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+		if w.pending == nil {
+			w.pending = make(map[int32]struct{})
+		}
+		w.pending[int32(binary.BigEndian.Uint32(p[4:8]))] = struct{}{}
+	}
+}
+
+// noteRead follows bytes read from the server.
+func (w *wireTap) noteRead(p []byte) {
+	for len(p) > 0 {
+		switch {
+		case w.skip > 0:
+			n := min(w.skip, len(p))
+			w.skip -= n
+			p = p[n:]
+		case w.bodyWant > 0:
+			n := min(w.bodyWant, len(p))
+			w.body = append(w.body, p[:n]...)
+			w.bodyWant -= n
+			p = p[n:]
+			if w.bodyWant == 0 {
+				w.finishBody()
+			}
+		default:
+			need := 20
+			if !w.readFirst {
+				need = 4 // the connect response: length, then skip it
+			}
+			n := copy(w.hdr[w.hdrN:need], p)
+			w.hdrN += n
+			p = p[n:]
+			if w.hdrN == need {
+				w.hdrN = 0
+				w.frame()
+			}
+		}
+	}
+}
+
+// frame handles a complete frame header in w.hdr.
+func (w *wireTap) frame() {
+	length := int(binary.BigEndian.Uint32(w.hdr[0:4]))
+	if !w.readFirst {
+		w.readFirst = true
+		w.skip = length
+		return
+	}
+	rest := length - 16
+	if rest < 0 {
+		rest = 0
+	}
+	w.xid = int32(binary.BigEndian.Uint32(w.hdr[4:8]))
+	w.zxid = int64(binary.BigEndian.Uint64(w.hdr[8:16]))
+	errCode := int32(binary.BigEndian.Uint32(w.hdr[16:20]))
+	w.mu.Lock()
+	_, isCreate := w.pending[w.xid]
+	delete(w.pending, w.xid)
+	w.mu.Unlock()
+	if !isCreate || errCode != 0 || rest < 4 || rest > 4+maxWirePath {
+		w.skip = rest
+		return
+	}
+	w.body = w.body[:0]
+	w.bodyWant = rest
+}
+
+// finishBody parses a create reply's body: the path as a jute string.
+func (w *wireTap) finishBody() {
+	b := w.body
+	if len(b) < 4 {
+		return
+	}
+	n := int(int32(binary.BigEndian.Uint32(b[0:4])))
+	if n < 0 || 4+n > len(b) {
+		return
+	}
+	w.out.put(string(b[4:4+n]), w.zxid)
+}
