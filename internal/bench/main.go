@@ -1,0 +1,249 @@
+// Command bench measures what a lock cycle of the recipes costs, next to
+// the least any ZooKeeper lock cycle can cost and next to go-zookeeper's
+// own zk.Lock, all in one process against one ZooKeeper server.
+//
+// Scenarios:
+//
+//   - floor: raw go-zookeeper on one session: create an
+//     EPHEMERAL_SEQUENTIAL child, list the parent's children, delete the
+//     child. Three round trips, two of them writes: the minimum a lock
+//     cycle costs.
+//   - zk.Lock: go-zookeeper's zk.Lock, Lock+Unlock cycles on one session.
+//   - mutex: this module's mutex, Lock+Unlock cycles on one session.
+//   - zk.Lock and mutex contended: -sessions goroutines, each with its own
+//     session and handle on one path, cycling Lock+Unlock.
+//   - mutex traced: the uncontended mutex with an OpenTelemetry SDK tracer
+//     provider that samples nothing, and one that samples every span (to a
+//     batching processor whose exporter discards them): the cost of tracing.
+//   - semaphore(3): Acquire+Release of a 3-lease semaphore, on one session
+//     and on -sessions sessions.
+//   - rwlock 90% reads: -sessions sessions on one read/write lock, each
+//     cycle a read with probability 0.9, else a write.
+//
+// For every scenario it reports the throughput (cycles per second), the
+// 50th and 99th percentile latency of a whole cycle (uncontended) or of
+// the Lock call (contended), the requests per cycle counted by the client
+// and by the server, and the throughput ratios against their targets.
+//
+// A first, unmeasured round warms up the server. Then every round runs
+// every scenario once, each after a short warm-up of its own. The
+// uncontended scenarios take turns of -slice until each has been measured
+// for -duration, so they are measured under the same conditions; the
+// contended ones run one after the other, in an order that rotates from
+// round to round. The figures reported are medians over the rounds, and
+// each ratio is the median of its per-round ratios, so slow drift of a
+// shared machine does not bias them.
+//
+// By default it starts its own ZooKeeper (Debian's, through scripts/zk.sh)
+// on a free loopback port with forceSync on, and stops it at the end:
+//
+//	go run ./internal/bench
+//	go run ./internal/bench -duration 5s -rounds 5 -json
+//	go run ./internal/bench -zk 127.0.0.1:2181
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/zktest"
+)
+
+// config is what the command line sets.
+type config struct {
+	zkAddr         string        // existing server to use; "" starts one
+	fsync          bool          // forceSync of the server started here
+	duration       time.Duration // measured time per scenario and round
+	ops            int           // measured cycles per scenario and round; 0: use duration
+	warmup         time.Duration // unmeasured cycling before each measurement
+	slice          time.Duration // turn length of the interleaved uncontended scenarios
+	rounds         int           // times every scenario runs
+	sessions       int           // sessions of the contended scenarios
+	sessionTimeout time.Duration // session timeout of every session
+	only           string        // comma-separated scenario ids to run; "" runs all
+	json           bool          // machine-readable output
+	verbose        bool          // progress on stderr
+}
+
+func parseFlags(args []string) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&cfg.zkAddr, "zk", "", "use the ZooKeeper server at `host:port` instead of starting one")
+	fs.BoolVar(&cfg.fsync, "fsync", true, "start the server with forceSync=yes (ignored with -zk)")
+	fs.DurationVar(&cfg.duration, "duration", 2*time.Second, "measured time per scenario and round")
+	fs.IntVar(&cfg.ops, "ops", 0, "measured cycles per scenario and round (all sessions together); overrides -duration when > 0")
+	fs.DurationVar(&cfg.warmup, "warmup", 500*time.Millisecond, "unmeasured cycling before each measurement")
+	fs.DurationVar(&cfg.slice, "slice", 100*time.Millisecond, "length of a turn of the uncontended scenarios, which take turns until each has run -duration")
+	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; every round runs every scenario once and medians are reported")
+	fs.IntVar(&cfg.sessions, "sessions", 8, "sessions of the contended scenarios")
+	fs.DurationVar(&cfg.sessionTimeout, "session-timeout", 10*time.Second, "session timeout of every session")
+	fs.StringVar(&cfg.only, "only", "", "comma-separated scenario ids to run ("+scenarioIDs()+"); default all")
+	fs.BoolVar(&cfg.json, "json", false, "print the results as JSON instead of tables")
+	fs.BoolVar(&cfg.verbose, "v", true, "print progress to stderr")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	switch {
+	case cfg.duration <= 0 && cfg.ops <= 0:
+		return cfg, errors.New("-duration or -ops must be positive")
+	case cfg.ops < 0:
+		return cfg, errors.New("-ops must not be negative")
+	case cfg.warmup < 0:
+		return cfg, errors.New("-warmup must not be negative")
+	case cfg.slice <= 0:
+		return cfg, errors.New("-slice must be positive")
+	case cfg.rounds < 1:
+		return cfg, errors.New("-rounds must be at least 1")
+	case cfg.sessions < 2:
+		return cfg, errors.New("-sessions must be at least 2")
+	case cfg.sessionTimeout <= 0:
+		return cfg, errors.New("-session-timeout must be positive")
+	}
+	return cfg, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err = run(ctx, cfg, os.Stdout)
+	if ctx.Err() != nil {
+		err = errors.New("interrupted")
+	}
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts (or reaches) the server, runs every round and prints the
+// report. Everything it starts is stopped before it returns.
+func run(ctx context.Context, cfg config, out io.Writer) (err error) {
+	scenarios, err := selectScenarios(cfg.only)
+	if err != nil {
+		return err
+	}
+	progress := func(format string, args ...any) {
+		if cfg.verbose {
+			fmt.Fprintf(os.Stderr, format+"\n", args...)
+		}
+	}
+
+	addr, fsync := cfg.zkAddr, "unknown (external server)"
+	if addr == "" {
+		if err := zktest.Installed(); err != nil {
+			return err
+		}
+		progress("starting ZooKeeper (forceSync=%v)...", cfg.fsync)
+		srv, err := zktest.StartServer(zktest.Options{
+			ForceSync: cfg.fsync,
+			// ZooKeeper's own default: the 1s of the test servers would
+			// make the server reap the mutex's empty container directory
+			// between cycles, which production servers rarely do.
+			ContainerCheckInterval: time.Minute,
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := srv.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		addr = srv.Addr()
+		fsync = fmt.Sprint(cfg.fsync)
+	}
+
+	e, err := newEnv(ctx, cfg, addr)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	base := "/zkrecipes-bench/" + randomID()
+	if err := e.mkdirAll(base); err != nil {
+		return err
+	}
+	defer e.removeAll(base)
+
+	var unc, con []scenario
+	for _, s := range scenarios {
+		if s.contended {
+			con = append(con, s)
+		} else {
+			unc = append(unc, s)
+		}
+	}
+	// round runs every scenario once, the contended ones in an order that
+	// rotates with n, and passes each result to record.
+	round := func(e *env, n int, label string, record func(scenario, result)) error {
+		if len(unc) > 0 {
+			progress("%s: uncontended scenarios, interleaved", label)
+			res, err := e.uncontended(ctx, unc, base, label)
+			if err != nil {
+				return fmt.Errorf("%s: %w", label, err)
+			}
+			for _, s := range unc {
+				record(s, res[s.id])
+			}
+		}
+		for i := range con {
+			s := con[(i+n)%len(con)]
+			progress("%s: %s", label, s.title)
+			res, err := e.contended(ctx, s, fmt.Sprintf("%s/%s-%s", base, s.id, label))
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", label, s.title, err)
+			}
+			record(s, res)
+		}
+		return nil
+	}
+
+	// One short unmeasured round first, so that the server's JIT compiler
+	// has done its work before round 1.
+	warm := *e
+	warm.cfg.ops, warm.cfg.duration = 0, max(cfg.warmup, 500*time.Millisecond)
+	if err := round(&warm, 0, "warm-up", func(scenario, result) {}); err != nil {
+		return err
+	}
+	rep := newReport(cfg, addr, fsync, e.serverVersion(), scenarios)
+	for n := range cfg.rounds {
+		err := round(e, n, fmt.Sprintf("round%d", n+1), func(s scenario, res result) {
+			rep.add(s.id, res)
+			progress("  %-32s %s", s.title, res.brief())
+		})
+		if err != nil {
+			return err
+		}
+	}
+	rep.finish()
+	if cfg.json {
+		return rep.writeJSON(out)
+	}
+	return rep.writeText(out)
+}
+
+// randomID returns 12 random hex digits.
+func randomID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// report collects the results of every round and summarizes them.
+type report struct {
+	Machine   machineInfo      `json:"machine"`
+	Server    serverInfo       `json:"server"`
+	Settings  settings         `json:"settings"`
+	Scenarios []*scenarioStats `json:"scenarios"`
+	Ratios    []ratio          `json:"ratios"`
+
+	byID map[string]*scenarioStats
+}
+
+// machineInfo describes where the benchmark ran.
+type machineInfo struct {
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model"`
+	MemoryGB string `json:"memory_gib"`
+	OS       string `json:"os"`
+	Go       string `json:"go"`
+}
+
+// serverInfo describes the ZooKeeper server.
+type serverInfo struct {
+	Addr      string `json:"addr"`
+	Version   string `json:"version"`
+	ForceSync string `json:"force_sync"`
+}
+
+// settings echoes the command line.
+type settings struct {
+	Rounds   int    `json:"rounds"`
+	Warmup   string `json:"warmup"`
+	Slice    string `json:"slice"`
+	Duration string `json:"duration,omitempty"`
+	Ops      int    `json:"ops,omitempty"`
+	Sessions int    `json:"contended_sessions"`
+}
+
+// scenarioStats is one scenario's results over all rounds; the summary
+// figures are medians over the rounds.
+type scenarioStats struct {
+	ID        string `json:"id"`
+	Title     string `json:"title"`
+	Sessions  int    `json:"sessions"`
+	LatencyOf string `json:"latency_of"`
+
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50Ms     float64 `json:"p50_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	// ClientRequests and ServerRequests are requests per cycle, counted
+	// by the client and by the server; absent when not counted.
+	ClientRequests *float64 `json:"client_requests_per_cycle,omitempty"`
+	ServerRequests *float64 `json:"server_requests_per_cycle,omitempty"`
+	// Counts breaks the client's requests per cycle down by kind.
+	Counts *perCycle `json:"client_counts_per_cycle,omitempty"`
+
+	Rounds []roundStats `json:"rounds"`
+}
+
+// roundStats is one round's measurement of a scenario.
+type roundStats struct {
+	Cycles         int       `json:"cycles"`
+	Seconds        float64   `json:"seconds"`
+	OpsPerSec      float64   `json:"ops_per_sec"`
+	P50Ms          float64   `json:"p50_ms"`
+	P99Ms          float64   `json:"p99_ms"`
+	ClientRequests *float64  `json:"client_requests_per_cycle,omitempty"`
+	ServerRequests *float64  `json:"server_requests_per_cycle,omitempty"`
+	Counts         *perCycle `json:"client_counts_per_cycle,omitempty"`
+}
+
+// ratio compares the throughput of two scenarios. It is computed round by
+// round, from measurements taken close together, and Value is the median
+// of the per-round ratios; Met compares it with the target.
+//
+// ByP50 is the same comparison made with median latencies (the inverse
+// ratio of the p50s, median over the rounds). Unlike throughput, which
+// averages, it ignores stalls of the machine, so when the two disagree
+// the machine was noisy. Spread is the largest per-round ratio divided by
+// the smallest; Noisy is set when it exceeds noisySpread.
+type ratio struct {
+	Name     string    `json:"name"`
+	Value    float64   `json:"value"`
+	PerRound []float64 `json:"per_round"`
+	ByP50    float64   `json:"by_p50"`
+	Spread   float64   `json:"spread"`
+	Noisy    bool      `json:"noisy"`
+	Target   string    `json:"target"`
+	Met      bool      `json:"met"`
+
+	num, den string
+	min      float64
+}
+
+func newReport(cfg config, addr, fsync, version string, scenarios []scenario) *report {
+	r := &report{
+		Machine: machine(),
+		Server:  serverInfo{Addr: addr, Version: version, ForceSync: fsync},
+		Settings: settings{
+			Rounds: cfg.rounds, Warmup: cfg.warmup.String(), Slice: cfg.slice.String(),
+			Sessions: cfg.sessions, Ops: cfg.ops,
+		},
+		byID: map[string]*scenarioStats{},
+	}
+	if cfg.ops == 0 {
+		r.Settings.Duration = cfg.duration.String()
+	}
+	for _, s := range scenarios {
+		st := &scenarioStats{ID: s.id, Title: s.title, Sessions: 1, LatencyOf: "Lock+Unlock cycle"}
+		if s.contended {
+			st.Sessions = cfg.sessions
+			st.Title = fmt.Sprintf("%s (%d sessions)", s.title, cfg.sessions)
+			st.LatencyOf = "Lock call"
+		}
+		if s.id == idFloor {
+			st.LatencyOf = "create+list+delete"
+		}
+		r.Scenarios = append(r.Scenarios, st)
+		r.byID[s.id] = st
+	}
+	return r
+}
+
+// add records one round's result of scenario id.
+func (r *report) add(id string, res result) {
+	st := r.byID[id]
+	st.Rounds = append(st.Rounds, roundStats{
+		Cycles:         res.Cycles,
+		Seconds:        res.Elapsed.Seconds(),
+		OpsPerSec:      res.opsPerSec(),
+		P50Ms:          ms(res.P50),
+		P99Ms:          ms(res.P99),
+		ClientRequests: known(res.ClientRequests),
+		ServerRequests: known(res.ServerRequests),
+		Counts:         res.Counts,
+	})
+}
+
+// noisySpread is the spread of per-round ratios above which a ratio is
+// reported as noisy: the machine's load changed too much to trust it.
+const noisySpread = 1.25
+
+// finish computes the medians and the ratios.
+func (r *report) finish() {
+	for _, st := range r.Scenarios {
+		pick := func(f func(roundStats) float64) float64 {
+			var v []float64
+			for _, rs := range st.Rounds {
+				v = append(v, f(rs))
+			}
+			return median(v)
+		}
+		st.OpsPerSec = pick(func(rs roundStats) float64 { return rs.OpsPerSec })
+		st.P50Ms = pick(func(rs roundStats) float64 { return rs.P50Ms })
+		st.P99Ms = pick(func(rs roundStats) float64 { return rs.P99Ms })
+		st.ClientRequests = known(pick(func(rs roundStats) float64 { return orUnknown(rs.ClientRequests) }))
+		st.ServerRequests = known(pick(func(rs roundStats) float64 { return orUnknown(rs.ServerRequests) }))
+		if len(st.Rounds) > 0 && st.Rounds[0].Counts != nil {
+			c := func(f func(*perCycle) float64) float64 {
+				return pick(func(rs roundStats) float64 { return f(rs.Counts) })
+			}
+			st.Counts = &perCycle{
+				Creates: c(func(p *perCycle) float64 { return p.Creates }),
+				Deletes: c(func(p *perCycle) float64 { return p.Deletes }),
+				Lists:   c(func(p *perCycle) float64 { return p.Lists }),
+				Reads:   c(func(p *perCycle) float64 { return p.Reads }),
+				Wakeups: c(func(p *perCycle) float64 { return p.Wakeups }),
+				Retries: c(func(p *perCycle) float64 { return p.Retries }),
+			}
+		}
+	}
+	for _, q := range []ratio{
+		{Name: "mutex / floor, uncontended", num: idMutex, den: idFloor, Target: ">= 0.90", min: 0.90},
+		{Name: "mutex / zk.Lock, uncontended", num: idMutex, den: idZkLock, Target: "~1.0 (>= 0.95)", min: 0.95},
+		{Name: "mutex / zk.Lock, contended", num: idMutexContended, den: idZkLockContended, Target: ">= 1.0", min: 1.0},
+		{Name: "mutex traced, sampling nothing / mutex", num: idMutexNoSample, den: idMutex, Target: ">= 0.97", min: 0.97},
+		{Name: "mutex traced, sampling all / mutex", num: idMutexSampled, den: idMutex, Target: "(reported)", min: 0},
+	} {
+		num, den := r.byID[q.num], r.byID[q.den]
+		if num == nil || den == nil {
+			continue
+		}
+		var byP50 []float64
+		for i := range min(len(num.Rounds), len(den.Rounds)) {
+			if d := den.Rounds[i].OpsPerSec; d > 0 {
+				q.PerRound = append(q.PerRound, num.Rounds[i].OpsPerSec/d)
+			}
+			if n := num.Rounds[i].P50Ms; n > 0 {
+				byP50 = append(byP50, den.Rounds[i].P50Ms/n)
+			}
+		}
+		if len(q.PerRound) == 0 {
+			continue
+		}
+		q.Value, q.ByP50 = median(q.PerRound), median(byP50)
+		q.Spread = slices.Max(q.PerRound) / slices.Min(q.PerRound)
+		q.Noisy = q.Spread > noisySpread
+		q.Met = q.Value >= q.min
+		r.Ratios = append(r.Ratios, q)
+	}
+}
+
+// writeJSON prints the report as indented JSON.
+func (r *report) writeJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// writeText prints the report as tables.
+func (r *report) writeText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	m, s, set := r.Machine, r.Server, r.Settings
+	fmt.Fprintf(bw, "machine:   %d CPUs, %s, %s GiB RAM, %s, %s\n", m.CPUs, m.CPUModel, m.MemoryGB, m.OS, m.Go)
+	fmt.Fprintf(bw, "zookeeper: %s at %s, forceSync=%s\n", s.Version, s.Addr, s.ForceSync)
+	measure := set.Duration
+	if set.Ops > 0 {
+		measure = fmt.Sprintf("%d cycles", set.Ops)
+	}
+	fmt.Fprintf(bw, "runs:      %d rounds after a warm-up round; per scenario and round %s warm-up, then %s measured\n", set.Rounds, set.Warmup, measure)
+	fmt.Fprintf(bw, "           (uncontended scenarios in alternating turns of %s; contended: %d sessions)\n", set.Slice, set.Sessions)
+
+	width := len("scenario")
+	for _, st := range r.Scenarios {
+		width = max(width, len(st.Title))
+	}
+	row := func(cells ...string) {
+		fmt.Fprintf(bw, "%-*s", width, cells[0])
+		for _, c := range cells[1:] {
+			fmt.Fprintf(bw, "  %9s", c)
+		}
+		fmt.Fprintln(bw)
+	}
+
+	fmt.Fprintln(bw, "\nresults (medians over the rounds):")
+	row("", "", "", "", "requests", "requests")
+	row("scenario", "ops/s", "p50", "p99", "/cycle", "/cycle")
+	row("", "", "", "", "(client)", "(server)")
+	for _, st := range r.Scenarios {
+		row(st.Title, fmt.Sprintf("%.0f", st.OpsPerSec), fmtMs(st.P50Ms), fmtMs(st.P99Ms),
+			fmtCount(st.ClientRequests), fmtCount(st.ServerRequests))
+	}
+	fmt.Fprintln(bw, "ops/s: Lock+Unlock cycles per second, all sessions together.")
+	fmt.Fprintln(bw, "p50, p99: latency of a whole cycle (uncontended) or of the Lock call (contended).")
+	fmt.Fprintln(bw, "requests/cycle: counted by recipe.Client.Stats (the floor counts its own 3) and by")
+	fmt.Fprintln(bw, "the server (mntr zk_packets_received, including a few pings); - where not counted.")
+
+	fmt.Fprintln(bw, "\nclient requests per cycle by kind:")
+	row("scenario", "creates", "lists", "reads", "deletes", "wake-ups", "retries")
+	for _, st := range r.Scenarios {
+		if c := st.Counts; c != nil {
+			f := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+			row(st.Title, f(c.Creates), f(c.Lists), f(c.Reads), f(c.Deletes), f(c.Wakeups), f(c.Retries))
+		}
+	}
+
+	fmt.Fprintln(bw, "\nops/s by round:")
+	for _, st := range r.Scenarios {
+		cells := []string{st.Title}
+		for _, rs := range st.Rounds {
+			cells = append(cells, fmt.Sprintf("%.0f", rs.OpsPerSec))
+		}
+		row(cells...)
+	}
+
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(bw, "\nthroughput ratios (median of the per-round ratios; by p50: the same from median latencies):")
+		fmt.Fprintf(bw, "  %-30s %6s  %6s  %-15s %-8s %s\n", "ratio", "value", "by p50", "target", "verdict", "per round")
+		noisy := false
+		for _, q := range r.Ratios {
+			var pr []string
+			for _, v := range q.PerRound {
+				pr = append(pr, fmt.Sprintf("%.2f", v))
+			}
+			verdict := "NOT MET"
+			if q.Met {
+				verdict = "met"
+			}
+			flag := ""
+			if q.Noisy {
+				flag, noisy = " (noisy)", true
+			}
+			fmt.Fprintf(bw, "  %-30s %6.2f  %6.2f  %-15s %-8s %s%s\n",
+				q.Name, q.Value, q.ByP50, q.Target, verdict, strings.Join(pr, " "), flag)
+		}
+		if noisy {
+			fmt.Fprintf(bw, "noisy: the per-round ratios differ by more than %.0f%%: the machine's load changed\nduring the run; rerun it on a quieter machine, or with more -rounds, before trusting the verdict.\n", (noisySpread-1)*100)
+		}
+	}
+	for _, st := range r.Scenarios {
+		var retries float64
+		for _, rs := range st.Rounds {
+			if rs.Counts != nil {
+				retries += rs.Counts.Retries * float64(rs.Cycles)
+			}
+		}
+		if retries > 0 {
+			fmt.Fprintf(bw, "\nwarning: %s retried %.0f operations after connection loss\n", st.Title, retries)
+		}
+	}
+	return bw.Flush()
+}
+
+func fmtMs(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0fms", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1fms", v)
+	default:
+		return fmt.Sprintf("%.2fms", v)
+	}
+}
+
+func fmtCount(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *v)
+}
+
+// known returns &v, or nil when v is negative (unknown).
+func known(v float64) *float64 {
+	if v < 0 {
+		return nil
+	}
+	return &v
+}
+
+// orUnknown returns *p, or -1 (unknown) when p is nil.
+func orUnknown(p *float64) float64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// median returns the median of v (the mean of the middle two for an even
+// count), or 0 for none. Negative values (unknown) make it -1.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if s[0] < 0 {
+		return -1
+	}
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
+}
+
+// machine describes the host, from /proc where it can.
+func machine() machineInfo {
+	m := machineInfo{
+		CPUs:     runtime.NumCPU(),
+		CPUModel: "unknown",
+		MemoryGB: "unknown",
+		OS:       runtime.GOOS + "/" + runtime.GOARCH,
+		Go:       runtime.Version(),
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				if err == nil {
+					m.MemoryGB = fmt.Sprintf("%.1f", kb/(1<<20))
+				}
+				break
+			}
+		}
+	}
+	return m
+}
