@@ -45,7 +45,8 @@ test: zk-install ## run every test, against real ZooKeeper servers, with the rac
 test-short: ## run the tests that need no ZooKeeper server
 	$(GO) test -short ./...
 
-bench: zk-install ## run the benchmarks against real ZooKeeper servers
+bench: zk-install ## run the go test benchmarks and the side-by-side runner against real ZooKeeper
+	$(GO) test -run='^$$' -bench=. -benchtime=1s ./mutex/
 	$(GO) run ./internal/bench $(BENCHFLAGS)
 
 lint: ## check formatting (gofmt), go vet and staticcheck
@@ -56,4 +57,6 @@ lint: ## check formatting (gofmt), go vet and staticcheck
 
 fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test -run='^$$' -fuzz=FuzzSort -fuzztime=$(FUZZTIME) ./driver/
+	$(GO) test -run='^$$' -fuzz=FuzzSequence -fuzztime=$(FUZZTIME) ./driver/
 	$(GO) test -run='^$$' -fuzz=FuzzValidatePath -fuzztime=$(FUZZTIME) ./recipe/
+	$(GO) test -run='^$$' -fuzz=FuzzWireTap -fuzztime=$(FUZZTIME) ./recipe/
