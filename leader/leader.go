@@ -1,0 +1,338 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/recipe"
+)
+
+// LockName is the name part of the election's nodes, the one Curator's
+// LeaderLatch gives its nodes.
+const LockName = "latch-"
+
+var (
+	// ErrNotElected is wrapped by every error of a failed Campaign, together
+	// with the cause (for a timeout, context.DeadlineExceeded).
+	ErrNotElected = errors.New("leader: not elected")
+	// ErrNotLeader is returned by Resign, with no I/O, and by Err when the
+	// handle has no term: it never campaigned, or it resigned.
+	ErrNotLeader = errors.New("leader: not the leader")
+	// ErrNoLeader is wrapped by the error of Leader when nobody campaigns
+	// on the path.
+	ErrNoLeader = errors.New("leader: no leader")
+	// ErrResigned is the cause (see [context.Cause]) of the cancellation of
+	// a term's context when the term ended by [Election.Resign].
+	ErrResigned = errors.New("leader: resigned")
+	// ErrLost is wrapped by Err (and Resign) once leadership was lost,
+	// together with the reason: recipe.ErrSessionExpired,
+	// recipe.ErrNodeDeleted, recipe.ErrConnectionSuspended or
+	// recipe.ErrClosed. It is also the cause of the cancellation of a
+	// term's context in [Election.Run] when leadership is lost.
+	ErrLost = recipe.ErrLost
+)
+
+// Option configures an Election.
+type Option func(*options)
+
+type options struct {
+	id  string
+	log *slog.Logger
+}
+
+// WithID sets the participant's id, stored as the data of its node and
+// reported to every observer by [Election.Leader], [Election.Participants]
+// and [Election.Observe]. It must not be empty. Default:
+// [recipe.DefaultNodeData], the host name and pid ("host:1234").
+func WithID(id string) Option {
+	return func(o *options) { o.id = id }
+}
+
+// WithLogger sets the logger to which [Election.Run] reports terms (at
+// info level), errors returned by its function and failed campaigns (at
+// warn level). Default: silent.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.log = l }
+}
+
+// Info describes one participant of an election; the first in queue order
+// is the leader.
+type Info struct {
+	// ID is the participant's id (see [WithID]): the data of its node.
+	ID string
+	// Node is the name of the participant's node, a child of the path.
+	Node string
+	// Token is the node's czxid: the fencing token of the participant's
+	// term while it leads. Tokens strictly increase from term to term.
+	Token int64
+	// Session is the id of the ZooKeeper session that owns the node.
+	Session int64
+}
+
+// Election is one participant's handle on a leader election at a path,
+// which can also watch the election without taking part ([Election.Leader],
+// [Election.Participants], [Election.Observe]).
+//
+// A participant holds at most one node, so at most one term at a time:
+// Campaign on a handle that leads does nothing. An Election is safe for
+// concurrent use; processes (or goroutines) that must compete with each
+// other need handles of their own.
+type Election struct {
+	lk  *recipe.Lock
+	c   *recipe.Client
+	id  string
+	log *slog.Logger
+
+	sem     chan struct{} // serialises campaigns on this handle
+	running atomic.Bool   // Run is in progress
+
+	mu         sync.Mutex
+	hold       *recipe.Hold
+	termCancel context.CancelCauseFunc // cancels Run's term context
+}
+
+// New returns a handle on the election at path, a ZooKeeper path whose
+// directory node is created (as a container) when the first participant
+// campaigns. It checks its input and does no I/O: a nil client, an empty
+// id or a nil option give an error wrapping recipe.ErrInvalidArgument, a
+// bad path one wrapping recipe.ErrInvalidPath.
+func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
+	o := options{id: string(recipe.DefaultNodeData()), log: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("leader: %w: nil option", recipe.ErrInvalidArgument)
+		}
+		opt(&o)
+	}
+	if o.id == "" {
+		return nil, fmt.Errorf("leader: %w: empty id", recipe.ErrInvalidArgument)
+	}
+	if o.log == nil {
+		return nil, fmt.Errorf("leader: %w: nil logger", recipe.ErrInvalidArgument)
+	}
+	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
+		Recipe:   "leader",
+		SpanName: "leader.campaign",
+		LockName: LockName,
+		Driver:   driver.Mutex(),
+	}, []byte(o.id))
+	if err != nil {
+		return nil, fmt.Errorf("leader: %w", err)
+	}
+	return &Election{
+		lk:  lk,
+		c:   c,
+		id:  o.id,
+		log: o.log.With("election", path, "id", o.id),
+		sem: make(chan struct{}, 1),
+	}, nil
+}
+
+// Path returns the election's path.
+func (e *Election) Path() string { return e.lk.Path() }
+
+// ID returns this participant's id.
+func (e *Election) ID() string { return e.id }
+
+// Campaign joins the election and waits until this participant leads or
+// ctx ends. Participants lead in the order they joined; a deadline on ctx
+// is the timeout. On a handle that leads, Campaign does nothing and returns
+// nil. A handle whose term was lost starts a new campaign (the lost term is
+// over; [Election.Err] no longer reports it).
+//
+// While leading, [Election.Done] is the loss signal and [Election.Token]
+// the term's fencing token. Leadership lasts until [Election.Resign] or
+// until it is lost: session expiry, the node deleted by someone else, the
+// client closed, or the connection silent long enough that the server might
+// expire the session.
+//
+// On failure the handle does not lead, its node has been deleted (or its
+// deletion goes on in the background while the connection is down), and
+// the error wraps [ErrNotElected] and the cause, such as ctx.Err().
+func (e *Election) Campaign(ctx context.Context) error {
+	_, err := e.campaign(ctx)
+	return err
+}
+
+// campaign is Campaign returning the term's hold.
+func (e *Election) campaign(ctx context.Context) (*recipe.Hold, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: %w: nil context", ErrNotElected, recipe.ErrInvalidArgument)
+	}
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotElected, e.Path(), ctx.Err())
+	}
+	defer func() { <-e.sem }()
+	e.mu.Lock()
+	if h := e.hold; h != nil {
+		if h.Err() == nil {
+			e.mu.Unlock()
+			return h, nil
+		}
+		// The term was lost: end it (no I/O; the engine already deletes
+		// the node if the session may still own it) and campaign anew.
+		e.hold = nil
+		e.mu.Unlock()
+		_ = h.Release(context.Background())
+	} else {
+		e.mu.Unlock()
+	}
+	h, err := e.lk.Acquire(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotElected, e.Path(), err)
+	}
+	e.mu.Lock()
+	e.hold = h
+	e.mu.Unlock()
+	return h, nil
+}
+
+// Resign ends this participant's term: it deletes its node, after which
+// the next participant in line leads. In [Election.Run] the term's context
+// is cancelled (with cause [ErrResigned]) before the node is deleted, and
+// Run campaigns again. Connection loss is retried under the client's retry
+// policy until ctx ends; if the node cannot be deleted by then, its
+// deletion goes on in the background for as long as the session lives,
+// and the error wraps ctx.Err().
+//
+// The handle does not lead when Resign returns, whatever the outcome. If
+// leadership was already lost, Resign deletes nobody's node and returns an
+// error wrapping [ErrLost] and the reason. On a handle without a term
+// (including one whose Campaign is still waiting) it returns
+// [ErrNotLeader] without I/O.
+func (e *Election) Resign(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("leader: resign: %w: nil context", recipe.ErrInvalidArgument)
+	}
+	e.mu.Lock()
+	h, cancel := e.hold, e.termCancel
+	e.hold, e.termCancel = nil, nil
+	e.mu.Unlock()
+	if h == nil {
+		return ErrNotLeader
+	}
+	if cancel != nil {
+		cancel(ErrResigned)
+	}
+	if err := h.Release(ctx); err != nil {
+		return fmt.Errorf("leader: resign %s: %w", e.Path(), err)
+	}
+	return nil
+}
+
+// resignTerm ends the term of h if it is still the handle's term.
+func (e *Election) resignTerm(ctx context.Context, h *recipe.Hold) error {
+	e.mu.Lock()
+	if e.hold != h {
+		e.mu.Unlock()
+		return nil
+	}
+	e.hold, e.termCancel = nil, nil
+	e.mu.Unlock()
+	return h.Release(ctx)
+}
+
+// current returns the hold of the current term, if any.
+func (e *Election) current() *recipe.Hold {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hold
+}
+
+// IsLeader reports whether this participant leads now: it won a campaign,
+// has not resigned, and has not been told of a loss. Decisions that must
+// not be taken by two leaders need the fencing token too (see the package
+// documentation).
+func (e *Election) IsLeader() bool {
+	h := e.current()
+	return h != nil && h.Err() == nil
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done returns a channel that is closed when the current term ends:
+// leadership lost (session expired, node deleted by someone else, client
+// closed, connection silent past the safe window) or resigned. Without a
+// term it returns a closed channel.
+func (e *Election) Done() <-chan struct{} {
+	if h := e.current(); h != nil {
+		return h.Done()
+	}
+	return closedChan
+}
+
+// Err returns nil while this participant leads; an error wrapping [ErrLost]
+// and the reason once its term was lost; [ErrNotLeader] when it has no
+// term (it never led, or it resigned).
+func (e *Election) Err() error {
+	h := e.current()
+	if h == nil {
+		return ErrNotLeader
+	}
+	if err := h.Err(); err != nil {
+		return fmt.Errorf("leader %s: %w", e.Path(), err)
+	}
+	return nil
+}
+
+// Token returns the fencing token of the current term (the czxid of the
+// participant's node, strictly increasing from one term to the next across
+// the whole ensemble), or 0 without a term. After a loss it still returns
+// the lost term's token, until the next Campaign or Resign. Hand it to
+// every system the leader writes to, and have them reject tokens lower than
+// one they have seen.
+func (e *Election) Token() int64 {
+	if h := e.current(); h != nil {
+		return h.Token()
+	}
+	return 0
+}
+
+// Node returns the name of the node of the current term, "" without one.
+func (e *Election) Node() string {
+	if h := e.current(); h != nil {
+		return h.Node()
+	}
+	return ""
+}
+
+// Leader returns the current leader: the first participant in line. It
+// works on any handle, whether it campaigns or not. When nobody campaigns
+// the error wraps [ErrNoLeader].
+//
+// The answer is ZooKeeper's view at the time of the read: the participant
+// it names may not have learned yet that it leads, or may have been told
+// it lost leadership while its node waits for the server to expire its
+// session.
+func (e *Election) Leader(ctx context.Context) (Info, error) {
+	ps, err := e.Participants(ctx)
+	if err != nil {
+		return Info{}, err
+	}
+	if len(ps) == 0 {
+		return Info{}, fmt.Errorf("%w at %s", ErrNoLeader, e.Path())
+	}
+	return ps[0], nil
+}
+
+// Participants returns every participant in line, the leader first, then
+// the others in the order in which they will lead. It works on any handle,
+// whether it campaigns or not.
+func (e *Election) Participants(ctx context.Context) ([]Info, error) {
+	ps, err := e.lk.Participants(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("leader: participants of %s: %w", e.Path(), err)
+	}
+	out := make([]Info, len(ps))
+	for i, p := range ps {
+		out[i] = Info{ID: string(p.Data), Node: p.Node, Token: p.Token, Session: p.Session}
+	}
+	return out, nil
+}

@@ -1,0 +1,195 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/driver"
+)
+
+// Delays between the observer's attempts while ZooKeeper cannot be
+// reached: the first, and the cap of the doubling.
+const (
+	minObserveDelay = 20 * time.Millisecond
+	maxObserveDelay = time.Second
+)
+
+// lookAgain is a closed channel: a wait on it ends at once.
+var lookAgain = func() chan zk.Event { c := make(chan zk.Event); close(c); return c }()
+
+// Observe watches the election and delivers every change of leader it sees,
+// in order, until ctx ends or the client is closed; then the channel is
+// closed. (A ZooKeeper request still in flight at that moment ends in the
+// background when its reply arrives, its connection drops or the client is
+// closed; nothing else outlives the channel.) It works on any
+// handle, whether it campaigns or not, and delivers the current leader
+// first (nothing while nobody campaigns).
+//
+// No leader is delivered twice, and each delivery's Token is greater than
+// the previous one's: a participant that resigns and is elected again is a
+// new delivery, with a new token.
+//
+// How it works: it lists the path, reads the first participant's node with
+// a data watch and delivers it if it is new; when that node is deleted (or
+// the watch is lost), it looks again. While nobody campaigns it watches the
+// path's children instead, and while the path does not exist, the path.
+// Connection loss is retried until ctx ends.
+//
+// The limit: Observe sees the leader at the moments it looks. If
+// leadership changes twice within one watch round trip (the notification
+// of a deletion plus the next listing and read), or while the receiver is
+// not reading from the channel (Observe does not look again until its last
+// delivery was received), the leaders in between are not delivered: the
+// next delivery is the leader current at that time. A leader is reported as
+// soon as ZooKeeper puts its node first, which can be slightly before the
+// participant learns it leads, and until the server deletes its node, which
+// for a participant whose process died or was cut off is when its session
+// expires.
+//
+// Observe panics if ctx is nil.
+func (e *Election) Observe(ctx context.Context) <-chan Info {
+	if ctx == nil {
+		panic("leader: Observe with a nil context")
+	}
+	out := make(chan Info)
+	events, unsubscribe := e.c.Subscribe()
+	octx, cancel := context.WithCancel(ctx)
+	go func() {
+		drained := make(chan struct{})
+		go func() {
+			defer close(drained)
+			// The channel is closed by unsubscribe or when the client
+			// closes; the latter ends the observation.
+			defer cancel()
+			for range events {
+			}
+		}()
+		e.observe(octx, out)
+		cancel()
+		unsubscribe()
+		<-drained
+		close(out)
+	}()
+	return out
+}
+
+// observe is Observe's loop.
+func (e *Election) observe(ctx context.Context, out chan<- Info) {
+	var last int64 // token of the last delivery
+	delay := minObserveDelay
+	for ctx.Err() == nil {
+		info, wake, err := e.head(ctx)
+		if err != nil {
+			if !sleep(ctx, delay) {
+				return
+			}
+			delay = min(2*delay, maxObserveDelay)
+			continue
+		}
+		delay = minObserveDelay
+		if info.Node != "" && info.Token > last {
+			select {
+			case out <- info:
+				last = info.Token
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// head reads the first participant's node with a data watch, and returns
+// it and the watch. With nobody in line it returns a zero Info and a watch
+// that fires when that may have changed.
+func (e *Election) head(ctx context.Context) (Info, <-chan zk.Event, error) {
+	conn, dir := e.c.Conn(), e.Path()
+	var names []string
+	err := call(ctx, func() (err error) {
+		names, _, err = conn.Children(dir)
+		return err
+	})
+	if errors.Is(err, zk.ErrNoNode) {
+		// No directory (yet, or reaped when the last participant left):
+		// wait for it to appear.
+		var ok bool
+		var ch <-chan zk.Event
+		err := call(ctx, func() (err error) {
+			ok, _, ch, err = conn.ExistsW(dir)
+			return err
+		})
+		switch {
+		case err != nil:
+			return Info{}, nil, err
+		case ok:
+			return Info{}, lookAgain, nil
+		}
+		return Info{}, ch, nil
+	}
+	if err != nil {
+		return Info{}, nil, err
+	}
+	sorted := driver.Sort(driver.Filter(names, LockName), LockName)
+	if len(sorted) == 0 {
+		// Nobody in line: list again with a watch that fires when someone
+		// joins (or the directory goes).
+		var ch <-chan zk.Event
+		err := call(ctx, func() (err error) {
+			names, _, ch, err = conn.ChildrenW(dir)
+			return err
+		})
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return Info{}, lookAgain, nil
+		case err != nil:
+			return Info{}, nil, err
+		}
+		if sorted = driver.Sort(driver.Filter(names, LockName), LockName); len(sorted) == 0 {
+			return Info{}, ch, nil
+		}
+	}
+	first := sorted[0]
+	var (
+		data []byte
+		st   *zk.Stat
+		ch   <-chan zk.Event
+	)
+	err = call(ctx, func() (err error) {
+		data, st, ch, err = conn.GetW(dir + "/" + first)
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return Info{}, lookAgain, nil // it left meanwhile
+	case err != nil:
+		return Info{}, nil, err
+	}
+	return Info{ID: string(data), Node: first, Token: st.Czxid, Session: st.EphemeralOwner}, ch, nil
+}
+
+// call runs op, which performs one go-zookeeper request, and returns its
+// error, or ctx's error as soon as ctx ends. go-zookeeper has no contexts:
+// an abandoned request finishes in the background (every request ends when
+// its connection does, and at once once the client is closed) and its
+// result is discarded, so op must only write variables the caller reads
+// after a nil return.
+func call(ctx context.Context, op func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

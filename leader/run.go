@@ -1,0 +1,163 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/recipe"
+)
+
+// Delays between campaigns in Run after a failure: the first, and the
+// cap of the doubling.
+const (
+	minRetryDelay = 100 * time.Millisecond
+	maxRetryDelay = 10 * time.Second
+)
+
+// errTermOver is the cause of the cancellation of a term's context when
+// the term's function returned.
+var errTermOver = errors.New("leader: term function returned")
+
+// Run takes part in the election until ctx ends: it campaigns and, each
+// time this participant is elected, calls fn with a context that is
+// cancelled the moment leadership is lost or can no longer be guaranteed
+// (and when ctx ends, or the term is resigned). [context.Cause] of that
+// context tells why: an error wrapping [ErrLost] and the reason,
+// [ErrResigned], or ctx's cause.
+//
+// A term ends when fn returns or leadership is lost; Run then resigns
+// (deleting its node, if the session still owns it) and, unless ctx is
+// done, campaigns again at the back of the line. fn must return soon after
+// its context is cancelled: until it does, Run does not campaign again.
+// fn is never called for a participant that is not elected.
+//
+// An error returned by fn is not fatal: Run logs it (see [WithLogger]) and
+// campaigns again after a delay, 100ms after the first error and doubling
+// with each consecutive one up to 10s, so that a leader that keeps failing
+// does not make the leadership change hands in a tight loop. A term whose
+// fn returns nil, or whose leadership was lost, resets the delay. Failed
+// campaigns (other than for the reasons below) are logged and retried with
+// the same delays.
+//
+// Run returns ctx.Err() when ctx ends, or, without campaigning again, an
+// error when campaigning cannot succeed: the client was closed (wrapping
+// recipe.ErrClosed) or ZooKeeper refused the operation for lack of rights
+// (wrapping recipe.ErrPermission). A nil ctx or fn, or a second Run on a
+// handle while one is in progress, gives an error wrapping
+// recipe.ErrInvalidArgument without I/O.
+//
+// Run and the other methods of the handle share its term: [Election.Resign]
+// ends the current term (Run then campaigns again), and [Election.Token],
+// [Election.IsLeader] and [Election.Done] describe it.
+func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("leader: run: %w: nil context", recipe.ErrInvalidArgument)
+	case fn == nil:
+		return fmt.Errorf("leader: run: %w: nil function", recipe.ErrInvalidArgument)
+	}
+	if !e.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("leader: run: %w: Run is already in progress on this handle", recipe.ErrInvalidArgument)
+	}
+	defer e.running.Store(false)
+	failures := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := e.campaign(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, recipe.ErrClosed) || errors.Is(err, recipe.ErrPermission) {
+				return fmt.Errorf("leader: run: %w", err)
+			}
+			failures++
+			d := retryDelay(failures)
+			e.log.Warn("campaign failed; trying again", "err", err, "retry_in", d)
+			if !sleep(ctx, d) {
+				return ctx.Err()
+			}
+			continue
+		}
+		lost, fnErr := e.term(ctx, h, fn)
+		switch {
+		case fnErr != nil && !lost && ctx.Err() == nil:
+			failures++
+			d := retryDelay(failures)
+			e.log.Warn("leader function failed; campaigning again", "err", fnErr, "token", h.Token(), "retry_in", d)
+			if !sleep(ctx, d) {
+				return ctx.Err()
+			}
+		default:
+			failures = 0
+		}
+	}
+}
+
+// term runs fn for the term of h and ends the term. It reports whether the
+// term ended because leadership was lost, and returns fn's error.
+func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Context) error) (lost bool, err error) {
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(errTermOver)
+	e.mu.Lock()
+	if e.hold == h {
+		e.termCancel = cancel
+	} else {
+		cancel(ErrResigned) // resigned between the campaign and now
+	}
+	e.mu.Unlock()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-h.Done():
+			if err := h.Err(); err != nil && !errors.Is(err, recipe.ErrReleased) {
+				cancel(fmt.Errorf("leader %s: %w", e.Path(), err))
+			} else {
+				cancel(ErrResigned)
+			}
+		case <-tctx.Done():
+		}
+	}()
+	start := time.Now()
+	e.log.Info("leading", "node", h.Node(), "token", h.Token())
+	err = fn(tctx)
+	cancel(errTermOver)
+	<-watched
+	lost = errors.Is(context.Cause(tctx), ErrLost)
+	// End the term even when ctx is done, so that no node outlives Run;
+	// the deletion is bounded by the session timeout (and goes on in the
+	// background while the session lives).
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.SessionTimeout())
+	rerr := e.resignTerm(rctx, h)
+	rcancel()
+	e.log.Info("term over", "node", h.Node(), "token", h.Token(), "lasted", time.Since(start),
+		"cause", context.Cause(tctx), "resign_err", rerr)
+	return lost, err
+}
+
+// retryDelay returns the delay before the next campaign after n
+// consecutive failures (n >= 1).
+func retryDelay(n int) time.Duration {
+	d := minRetryDelay
+	for i := 1; i < n && d < maxRetryDelay; i++ {
+		d *= 2
+	}
+	return min(d, maxRetryDelay)
+}
+
+// sleep waits for d or until ctx ends, and reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
