@@ -41,8 +41,9 @@ var (
 type Option func(*options)
 
 type options struct {
-	id  string
-	log *slog.Logger
+	id     string
+	log    *slog.Logger
+	logSet bool
 }
 
 // WithID sets the participant's id, stored as the data of its node and
@@ -55,9 +56,10 @@ func WithID(id string) Option {
 
 // WithLogger sets the logger to which [Election.Run] reports terms (at
 // info level), errors returned by its function and failed campaigns (at
-// warn level). Default: silent.
+// warn level). Default: the client's logger (see recipe.WithLogger), which
+// is silent unless set.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.log = l }
+	return func(o *options) { o.log, o.logSet = l, true }
 }
 
 // Info describes one participant of an election; the first in queue order
@@ -103,6 +105,9 @@ type Election struct {
 // bad path one wrapping recipe.ErrInvalidPath.
 func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
 	o := options{id: string(recipe.DefaultNodeData()), log: slog.New(slog.DiscardHandler)}
+	if c != nil {
+		o.log = c.Logger()
+	}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("leader: %w: nil option", recipe.ErrInvalidArgument)

@@ -55,23 +55,19 @@ func (e *Election) Observe(ctx context.Context) <-chan Info {
 		panic("leader: Observe with a nil context")
 	}
 	out := make(chan Info)
-	events, unsubscribe := e.c.Subscribe()
 	octx, cancel := context.WithCancel(ctx)
 	go func() {
-		drained := make(chan struct{})
+		defer close(out)
+		defer cancel()
 		go func() {
-			defer close(drained)
-			// The channel is closed by unsubscribe or when the client
-			// closes; the latter ends the observation.
-			defer cancel()
-			for range events {
+			// Closing the client ends the observation.
+			select {
+			case <-e.c.Done():
+				cancel()
+			case <-octx.Done():
 			}
 		}()
 		e.observe(octx, out)
-		cancel()
-		unsubscribe()
-		<-drained
-		close(out)
 	}()
 	return out
 }
@@ -110,21 +106,12 @@ func (e *Election) observe(ctx context.Context, out chan<- Info) {
 // it and the watch. With nobody in line it returns a zero Info and a watch
 // that fires when that may have changed.
 func (e *Election) head(ctx context.Context) (Info, <-chan zk.Event, error) {
-	conn, dir := e.c.Conn(), e.Path()
-	var names []string
-	err := call(ctx, func() (err error) {
-		names, _, err = conn.Children(dir)
-		return err
-	})
+	dir := e.Path()
+	names, err := e.c.Children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		// No directory (yet, or reaped when the last participant left):
 		// wait for it to appear.
-		var ok bool
-		var ch <-chan zk.Event
-		err := call(ctx, func() (err error) {
-			ok, _, ch, err = conn.ExistsW(dir)
-			return err
-		})
+		ok, _, ch, err := e.c.ExistsW(ctx, dir)
 		switch {
 		case err != nil:
 			return Info{}, nil, err
@@ -140,11 +127,7 @@ func (e *Election) head(ctx context.Context) (Info, <-chan zk.Event, error) {
 	if len(sorted) == 0 {
 		// Nobody in line: list again with a watch that fires when someone
 		// joins (or the directory goes).
-		var ch <-chan zk.Event
-		err := call(ctx, func() (err error) {
-			names, _, ch, err = conn.ChildrenW(dir)
-			return err
-		})
+		names, ch, err := e.c.ChildrenW(ctx, dir)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return Info{}, lookAgain, nil
@@ -156,15 +139,7 @@ func (e *Election) head(ctx context.Context) (Info, <-chan zk.Event, error) {
 		}
 	}
 	first := sorted[0]
-	var (
-		data []byte
-		st   *zk.Stat
-		ch   <-chan zk.Event
-	)
-	err = call(ctx, func() (err error) {
-		data, st, ch, err = conn.GetW(dir + "/" + first)
-		return err
-	})
+	data, st, ch, err := e.c.GetW(ctx, dir+"/"+first)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return Info{}, lookAgain, nil // it left meanwhile
@@ -172,24 +147,4 @@ func (e *Election) head(ctx context.Context) (Info, <-chan zk.Event, error) {
 		return Info{}, nil, err
 	}
 	return Info{ID: string(data), Node: first, Token: st.Czxid, Session: st.EphemeralOwner}, ch, nil
-}
-
-// call runs op, which performs one go-zookeeper request, and returns its
-// error, or ctx's error as soon as ctx ends. go-zookeeper has no contexts:
-// an abandoned request finishes in the background (every request ends when
-// its connection does, and at once once the client is closed) and its
-// result is discarded, so op must only write variables the caller reads
-// after a nil return.
-func call(ctx context.Context, op func() error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- op() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -125,7 +128,16 @@ func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Con
 	}()
 	start := time.Now()
 	e.log.Info("leading", "node", h.Node(), "token", h.Token())
-	err = fn(tctx)
+	fctx, span := e.c.Tracer().Start(tctx, "leader.term", trace.WithAttributes(
+		recipe.AttrRecipe.String("leader"), recipe.AttrPath.String(e.Path()),
+		recipe.AttrNode.String(h.Node()), recipe.AttrToken.Int64(h.Token()),
+		attribute.String("zkrecipes.leader.id", e.ID())))
+	err = fn(fctx)
+	span.SetAttributes(attribute.String("zkrecipes.leader.term_end", termEnd(context.Cause(tctx))))
+	if err != nil {
+		span.RecordError(err)
+	}
+	span.End()
 	cancel(errTermOver)
 	<-watched
 	lost = errors.Is(context.Cause(tctx), ErrLost)
@@ -138,6 +150,20 @@ func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Con
 	e.log.Info("term over", "node", h.Node(), "token", h.Token(), "lasted", time.Since(start),
 		"cause", context.Cause(tctx), "resign_err", rerr)
 	return lost, err
+}
+
+// termEnd names why a term's context ended, for the term span.
+func termEnd(cause error) string {
+	switch {
+	case errors.Is(cause, ErrLost):
+		return "lost"
+	case errors.Is(cause, ErrResigned):
+		return "resigned"
+	case errors.Is(cause, errTermOver), cause == nil:
+		return "returned"
+	default:
+		return "cancelled"
+	}
 }
 
 // retryDelay returns the delay before the next campaign after n

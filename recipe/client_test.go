@@ -204,3 +204,36 @@ func TestClosedClient(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 }
+
+// Close wakes an acquire that is waiting in the queue: it returns at once
+// with ErrClosed.
+func TestCloseWakesWaiter(t *testing.T) {
+	srv := zktest.Shared(t)
+	path := zktest.UniquePath(t)
+	holder := newLock(t, locktest.Client(t, []string{srv.Addr()}), path)
+	h, err := holder.Acquire(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(context.Background())
+	c := locktest.Client(t, []string{srv.Addr()})
+	waiter := newLock(t, c, path)
+	done := make(chan error, 1)
+	go func() {
+		_, err := waiter.Acquire(context.Background(), true)
+		done <- err
+	}()
+	locktest.Eventually(t, 10*time.Second, "waiter queued", func() bool {
+		p, err := holder.Participants(context.Background())
+		return err == nil && len(p) == 2
+	})
+	c.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, recipe.ErrClosed) {
+			t.Fatalf("waiting Acquire after Close = %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting Acquire did not return after Close")
+	}
+}

@@ -477,6 +477,9 @@ func (a *attempt) verify(ctx context.Context) error {
 	own := join(dir, a.node)
 	ep := c.currentEpoch()
 	if ep == nil {
+		if c.isClosed() {
+			return ErrClosed
+		}
 		return errNoTrustedSession
 	}
 	readOwn := !a.fresh || a.token == 0 || a.session != ep.session
@@ -521,6 +524,9 @@ func (a *attempt) verify(ctx context.Context) error {
 		return fmt.Errorf("%w: %s carries %q, this client expects %q", ErrMismatch, dir, dirData, a.l.spec.DirData)
 	}
 	if c.currentEpoch() != ep {
+		if c.isClosed() {
+			return ErrClosed
+		}
 		return errNoTrustedSession
 	}
 	if readOwn {

@@ -212,6 +212,10 @@ func (c *Client) runCleanup(j cleanupJob) {
 		backoff.WithMaxInterval(2*time.Second),
 		backoff.WithMaxElapsedTime(0),
 	)
+	node := j.path
+	if node == "" {
+		node = j.prefix + "*"
+	}
 	for {
 		if sid := c.conn.SessionID(); sid != 0 {
 			if j.session == 0 {
@@ -226,9 +230,9 @@ func (c *Client) runCleanup(j cleanupJob) {
 		}
 		if done {
 			if err != nil {
-				c.log.Warn("cannot delete lock node", "dir", j.dir, "node", j.path, "err", err)
+				c.log.Warn("cannot delete lock node", "dir", j.dir, "node", node, "err", err)
 			} else {
-				c.log.Debug("lock node cleaned up", "dir", j.dir, "node", j.path)
+				c.log.Debug("lock node cleaned up", "dir", j.dir, "node", node)
 			}
 			return
 		}

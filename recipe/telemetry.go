@@ -18,7 +18,7 @@ const (
 	AttrWaitMs   = attribute.Key("zkrecipes.lock.wait_ms")     // time spent acquiring (spans only)
 	AttrCount    = attribute.Key("zkrecipes.lock.count")       // nodes acquired together (AcquireN)
 	AttrOutcome  = attribute.Key("zkrecipes.lock.outcome")     // acquired, timeout, cancelled, held_elsewhere, error
-	AttrReason   = attribute.Key("zkrecipes.lock.loss_reason") // session_expired, node_deleted, connection_suspended, client_closed
+	AttrReason   = attribute.Key("zkrecipes.lock.loss_reason") // session_expired, node_deleted, connection_suspended, client_closed, other
 )
 
 // Metric names. See docs/observability.md.
@@ -63,7 +63,7 @@ func newInstruments(mp metric.MeterProvider) (instruments, error) {
 		metric.WithDescription("Holds currently in force in this process."))
 	err = errors.Join(err, e)
 	ins.waiters, e = m.Int64UpDownCounter(MetricWaiters, metric.WithUnit("{acquire}"),
-		metric.WithDescription("Acquires currently in progress (waiting in a queue) in this process."))
+		metric.WithDescription("Acquires currently in progress in this process, waiting or looking (TryLock)."))
 	err = errors.Join(err, e)
 	return ins, err
 }
