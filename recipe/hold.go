@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zkrecipes/zkrecipes/retry"
 )
 
 // ErrReleased is what [Hold.Err] returns after a successful release.
@@ -212,12 +214,23 @@ func (h *Hold) Release(ctx context.Context) error {
 		AttrRecipe.String(h.l.spec.Recipe), AttrPath.String(h.l.dir),
 		AttrNode.String(h.node), AttrToken.Int64(h.token)))
 	defer span.End()
+	maybeDeleted := false // a delete was sent whose reply was lost
 	err := c.retryDo(ctx, h.l.spec.Recipe+".release", func(ctx context.Context) error {
 		if sid := c.conn.SessionID(); sid != 0 && sid != h.session {
 			return ErrSessionExpired
 		}
-		return c.delete(ctx, h.path)
+		err := c.delete(ctx, h.path)
+		if retry.Retryable(err) {
+			maybeDeleted = true
+		}
+		return err
 	})
+	if maybeDeleted && errors.Is(err, zk.ErrNoNode) {
+		// Our own earlier delete was applied; its reply was lost. (The
+		// hold was in force until then: a deletion by anyone else before
+		// Release would have been reported as a loss.)
+		err = nil
+	}
 	switch {
 	case err == nil:
 		if h.sweep {
