@@ -181,7 +181,7 @@ func (h *Hold) lose(reason error) {
 
 // cleanupJob describes the deletion of the node (and any duplicate).
 func (h *Hold) cleanupJob() cleanupJob {
-	return cleanupJob{dir: h.l.dir, path: h.path, prefix: h.prefix, sweep: h.sweep, session: h.session}
+	return cleanupJob{dir: h.l.dir, path: h.path, prefix: h.prefix, sweep: h.sweep}
 }
 
 // Release deletes the node, after which someone else may hold. Connection
@@ -234,7 +234,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	switch {
 	case err == nil:
 		if h.sweep {
-			c.cleanup(cleanupJob{dir: h.l.dir, prefix: h.prefix, sweep: true, session: h.session})
+			c.cleanup(cleanupJob{dir: h.l.dir, prefix: h.prefix, sweep: true})
 		}
 		h.finish(ErrReleased)
 		return nil

@@ -338,7 +338,7 @@ type attempt struct {
 func (a *attempt) newID() {
 	if a.dupRisk {
 		// A lost create under the old UUID may still appear: sweep for it.
-		a.l.c.cleanup(cleanupJob{dir: a.l.dir, prefix: a.prefix, sweep: true, session: a.session})
+		a.l.c.cleanup(cleanupJob{dir: a.l.dir, prefix: a.prefix, sweep: true})
 		a.dupRisk = false
 	}
 	a.prefix = ProtectedPrefix + uuid.NewString() + "-"
@@ -579,7 +579,7 @@ func (a *attempt) dropDuplicates(names []string) []string {
 	for _, n := range names {
 		if n != a.node && strings.HasPrefix(n, a.prefix) {
 			a.l.c.log.Warn("deleting duplicate node of a lost create", "path", a.l.dir, "node", n)
-			a.l.c.cleanup(cleanupJob{dir: a.l.dir, path: join(a.l.dir, n), session: a.ep.session})
+			a.l.c.cleanup(cleanupJob{dir: a.l.dir, path: join(a.l.dir, n)})
 			continue
 		}
 		out = append(out, n)
@@ -721,7 +721,7 @@ func (a *attempt) abandon() <-chan struct{} {
 		close(done)
 		return done
 	}
-	j := cleanupJob{dir: a.l.dir, prefix: a.prefix, inflight: a.inflight, session: a.session,
+	j := cleanupJob{dir: a.l.dir, prefix: a.prefix, inflight: a.inflight,
 		sweep: a.node == "" || a.dupRisk}
 	if a.node != "" {
 		j.path = join(a.l.dir, a.node)

@@ -166,20 +166,21 @@ func (c *Client) ensureDir(ctx context.Context, dir string, data []byte) error {
 }
 
 // cleanupJob asks for the deletion of a node this client created, or may
-// have created, in a session that may still be alive.
+// have created. A node carrying the attempt's UUID is ours whatever session
+// owns it: a create queued across a session expiry is sent, and applied, in
+// the new session.
 type cleanupJob struct {
 	dir      string
 	prefix   string          // protected prefix of the attempt's nodes
 	path     string          // the node, when known
 	sweep    bool            // also delete every child carrying prefix
 	inflight <-chan struct{} // closed when a create still in flight has finished
-	session  int64           // the session the node belongs to; 0 if unknown
 }
 
 // cleanup deletes the job's node in the background, retrying connection-loss
-// errors until the node is gone, the session that owned it has ended (the
-// server then deleted it), or the client closes. The returned channel is
-// closed when the job is finished.
+// errors until the node is gone (deleted, or removed by the server with the
+// session that owned it) or the client closes, which ends the session. The
+// returned channel is closed when the job is finished.
 func (c *Client) cleanup(j cleanupJob) <-chan struct{} {
 	done := make(chan struct{})
 	c.mu.Lock()
@@ -217,13 +218,6 @@ func (c *Client) runCleanup(j cleanupJob) {
 		node = j.prefix + "*"
 	}
 	for {
-		if sid := c.conn.SessionID(); sid != 0 {
-			if j.session == 0 {
-				j.session = sid
-			} else if sid != j.session {
-				return // the owning session ended; its ephemeral nodes are gone
-			}
-		}
 		done, err := c.cleanupOnce(ctx, &j)
 		if ctx.Err() != nil {
 			return // closing ends the session, which removes the node
