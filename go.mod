@@ -22,3 +22,5 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )
+
+replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper-zk

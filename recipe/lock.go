@@ -333,6 +333,7 @@ type attempt struct {
 	sorted  []string        // the queue as last known
 	watches map[string]<-chan zk.Event
 	stale   bool // sorted is older than the last wake-up
+	partial bool // sorted was trimmed: nodes ahead of the watched window are unknown
 }
 
 func (a *attempt) newID() {
@@ -343,7 +344,7 @@ func (a *attempt) newID() {
 	}
 	a.prefix = ProtectedPrefix + uuid.NewString() + "-"
 	a.node, a.maybe, a.fresh, a.token = "", false, false, 0
-	a.ep, a.ownW, a.sorted, a.watches, a.stale = nil, nil, nil, nil, false
+	a.ep, a.ownW, a.sorted, a.watches, a.stale, a.partial = nil, nil, nil, nil, false, false
 }
 
 // step runs the acquire state machine until held, a non-retryable error, or
@@ -361,6 +362,14 @@ func (a *attempt) step(ctx context.Context) error {
 		}
 		if a.ep == nil {
 			if err := a.verify(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if a.stale && a.partial {
+			// The known queue was trimmed to the watched window: after a
+			// change in it, only a fresh listing can decide.
+			if err := a.relist(ctx); err != nil {
 				return err
 			}
 			continue
@@ -393,6 +402,7 @@ func (a *attempt) step(ctx context.Context) error {
 			continue
 		}
 		a.span.SetAttributes(AttrPosition.Int(dec.Position))
+		a.trim(dec)
 		gone, err := a.arm(ctx, dec.Watch)
 		if err != nil {
 			return err
@@ -568,7 +578,28 @@ func (a *attempt) relist(ctx context.Context) error {
 func (a *attempt) setQueue(names []string) {
 	names = a.dropDuplicates(names)
 	a.sorted = driver.Sort(driver.Filter(names, a.l.queue...), a.l.queue...)
-	a.stale = false
+	a.stale, a.partial = false, false
+}
+
+// trim keeps, of the known queue, only the window from the first watched
+// node to our own, so that a waiter's memory does not grow with the length
+// of the queue ahead of it. A trimmed queue cannot vouch for what is ahead
+// of the window: after any change in it the attempt lists again.
+func (a *attempt) trim(dec driver.Decision) {
+	first := dec.Position
+	for _, w := range dec.Watch {
+		for i := 0; i < first; i++ {
+			if a.sorted[i] == w {
+				first = i
+				break
+			}
+		}
+	}
+	if first == 0 {
+		return
+	}
+	a.sorted = append([]string(nil), a.sorted[first:dec.Position+1]...)
+	a.partial = true
 }
 
 // dropDuplicates removes from names, and deletes in the background, any
@@ -648,7 +679,7 @@ func (a *attempt) arm(ctx context.Context, names []string) (gone bool, err error
 			a.watches[n] = chans[i]
 		case errors.Is(err, zk.ErrNoNode):
 			a.sorted = without(a.sorted, n)
-			gone = true
+			a.stale, gone = true, true
 		case errors.Is(err, zk.ErrSessionExpired):
 			a.newID()
 			return true, nil

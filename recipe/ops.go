@@ -152,6 +152,7 @@ func (c *Client) ensureDir(ctx context.Context, dir string, data []byte) error {
 		})
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
+			c.zxids.take(dir) // nobody needs a directory's zxid
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
 			if err := c.ensureDir(ctx, parentOf(dir), nil); err != nil {
