@@ -11,6 +11,8 @@ ZK := scripts/zk.sh
 ZK_PORT ?= 21811
 # Extra flags for go test (make test TESTFLAGS='-run Mutex -v').
 TESTFLAGS ?=
+# How long the soak run lasts (make soak DURATION=10m).
+DURATION ?= 1m
 # Flags for the benchmark program (make bench BENCHFLAGS='-h').
 BENCHFLAGS ?=
 # Fuzzing time per fuzz target.
@@ -20,7 +22,7 @@ DEMOFLAGS ?= -workers 4 -increments 25
 # staticcheck 2025.1.1 (module version v0.6.1); not a dependency in go.mod.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: help zk-install zk-up zk-down demo test test-short bench lint fuzz
+.PHONY: help zk-install zk-up zk-down demo test test-short test-faults soak bench lint fuzz
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -39,11 +41,17 @@ demo: zk-install zk-up ## start ZooKeeper, run processes contending for a mutex,
 	@trap '$(ZK) stop' EXIT; \
 	$(GO) run ./examples/mutex-counter -zk 127.0.0.1:$(ZK_PORT) $(DEMOFLAGS)
 
-test: zk-install ## run every test, against real ZooKeeper servers, with the race detector
-	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...
+test: zk-install ## run every test (the fault suite aside: test-faults), against real ZooKeeper servers, with the race detector
+	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/faults)
 
 test-short: ## run the tests that need no ZooKeeper server
 	$(GO) test -short ./...
+
+test-faults: zk-install ## run the fault x recipe matrix and the scale tests (docs/reliability.md)
+	$(GO) test -race -count=1 -timeout 20m -v ./internal/faults/
+
+soak: zk-install ## run every recipe under random faults for DURATION (default 1m)
+	$(GO) run ./internal/soak -duration $(DURATION)
 
 bench: zk-install ## run the go test benchmarks and the side-by-side runner against real ZooKeeper
 	$(GO) test -run='^$$' -bench=. -benchtime=1s ./mutex/

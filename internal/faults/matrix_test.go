@@ -1,0 +1,181 @@
+package faults_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/internal/faults"
+	"github.com/zkrecipes/zkrecipes/internal/zktest"
+)
+
+var seedFlag = flag.Uint64("faults.seed", 0, "seed of the fault matrix's random choices (0: from the clock)")
+
+func TestMain(m *testing.M) {
+	code := zktest.Run(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Session timeouts: short, so that expiry faults take seconds. An
+// ensemble gets a little more, as a leader election takes a second or two.
+const (
+	standaloneSession = 2 * time.Second
+	ensembleSession   = 3 * time.Second
+)
+
+// targets starts, on first use, the servers the faults need and closes
+// them when the test ends.
+type targets struct {
+	t    *testing.T
+	mu   sync.Mutex
+	byOn map[faults.On]*faults.Target
+}
+
+func (ts *targets) get(t *testing.T, on faults.On) *faults.Target {
+	t.Helper()
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if tg := ts.byOn[on]; tg != nil {
+		return tg
+	}
+	var tg *faults.Target
+	switch on {
+	case faults.OnProxied:
+		srv := zktest.Shared(t)
+		tg = &faults.Target{Name: "standalone, proxied", Addrs: []string{srv.Addr()}, Proxied: true, SessionTimeout: standaloneSession}
+	case faults.OnStandalone:
+		if testing.Short() {
+			t.Skip("real ZooKeeper tests skipped under -short")
+		}
+		srv, err := zktest.StartServer(zktest.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.t.Cleanup(func() { srv.Close() })
+		tg = &faults.Target{Name: "standalone, restartable", Addrs: []string{srv.Addr()}, Server: srv, SessionTimeout: standaloneSession}
+	case faults.OnEnsemble:
+		if testing.Short() {
+			t.Skip("real ZooKeeper tests skipped under -short")
+		}
+		start := time.Now()
+		ens, err := zktest.StartEnsemble(3, zktest.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.t.Cleanup(func() { ens.Close() })
+		t.Logf("ensemble started in %v", time.Since(start).Round(time.Millisecond))
+		tg = &faults.Target{Name: "3-server ensemble", Addrs: ens.Addrs(), Ensemble: ens, SessionTimeout: ensembleSession}
+	}
+	raw, err := faults.Raw(tg.Addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.t.Cleanup(raw.Close)
+	tg.Raw = raw
+	ts.byOn[on] = tg
+	return tg
+}
+
+// TestFaultMatrix runs every fault against every recipe. For each fault,
+// the four recipes run at the same time (each on its own lock path, with
+// four sessions of its own) while the fault is injected repeatedly; then
+// the faults heal and each recipe is checked: safety, no node left (with
+// the clients open, then after they closed), no call past its context's
+// bound, only documented errors. go test -v prints the results table.
+func TestFaultMatrix(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -args -faults.seed=%d)", seed, seed)
+	ts := &targets{t: t, byOn: make(map[faults.On]*faults.Target)}
+	var all []faults.Result
+	begin := time.Now()
+	for fi, f := range faults.Faults {
+		name := f.Key + "_" + strings.NewReplacer(" ", "_", ":", "", "<", "lt", ">", "gt").Replace(f.Name)
+		t.Run(name, func(t *testing.T) {
+			tg := ts.get(t, f.On)
+			rowStart := time.Now()
+			cfg := faults.DefaultConfig(tg.SessionTimeout)
+			var cells []*faults.Cell
+			closed := false
+			closeCells := func() {
+				if !closed {
+					closed = true
+					for _, c := range cells {
+						c.Close()
+					}
+				}
+			}
+			defer closeCells()
+			for ri, a := range faults.Recipes {
+				c, err := faults.NewCell(context.Background(), tg, a, zktest.UniquePath(t), cfg, seed+uint64(100*fi+ri))
+				if err != nil {
+					t.Fatal(err)
+				}
+				cells = append(cells, c)
+			}
+			env := &faults.Env{Target: tg, Cells: cells, Rng: rand.New(rand.NewPCG(seed, uint64(fi))), Logf: t.Logf}
+			results, injected, err := faults.Episode(context.Background(), f, env, nil, f.Duration)
+			if err != nil {
+				t.Fatalf("injecting or healing %q: %v", f.Name, err)
+			}
+			closeCells()
+			for i, c := range cells {
+				results[i].Leaked = append(results[i].Leaked, faults.CheckClosed(c, tg.SessionTimeout+3*time.Second)...)
+			}
+			all = append(all, results...)
+			t.Logf("%s on %s, %v (%d injections, %v in all):\n%s%s", f.Name, tg.Name, f.Duration, injected,
+				time.Since(rowStart).Round(100*time.Millisecond), faults.Table(results), faults.Details(results, true, 5))
+
+			var row faults.Result
+			for _, r := range results {
+				row.Merge(r)
+			}
+			if injected == 0 {
+				t.Errorf("%q was never injected: the row proved nothing", f.Name)
+			}
+			switch f.Key {
+			case "a":
+				if row.Recovered == 0 {
+					t.Errorf("%d create replies lost, none recovered by UUID: the row proved nothing", injected)
+				}
+			case "d", "e":
+				if row.Lost == 0 || row.NewSessions == 0 {
+					t.Errorf("under %q, %d holds lost and %d sessions expired: the row proved nothing", f.Name, row.Lost, row.NewSessions)
+				}
+			}
+			for _, r := range results {
+				t.Run(r.Recipe, func(t *testing.T) {
+					if r.Cycles == 0 {
+						t.Errorf("no acquire succeeded")
+					}
+					for _, v := range r.Violations {
+						t.Errorf("safety: %s", v)
+					}
+					for _, l := range r.Leaked {
+						t.Errorf("leak: %s", l)
+					}
+					for _, p := range r.Problems {
+						t.Errorf("%s", p)
+					}
+				})
+			}
+		})
+	}
+	t.Logf("fault matrix, seed %d, %v:\n%s", seed, time.Since(begin).Round(time.Second), faults.Table(all))
+}

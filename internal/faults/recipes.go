@@ -1,0 +1,214 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+// Mode is how a hold counts toward its recipe's rule.
+type Mode uint8
+
+// The modes of a hold.
+const (
+	// Exclusive: nobody else may hold at the same time (mutex, leader,
+	// write lock).
+	Exclusive Mode = iota + 1
+	// Shared: any number of Shared holds at once, but no Exclusive one
+	// (read lock).
+	Shared
+	// Lease: at most the recipe's MaxLeases at once (semaphore).
+	Lease
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Exclusive:
+		return "excl"
+	case Shared:
+		return "read"
+	case Lease:
+		return "lease"
+	}
+	return "?"
+}
+
+// Part is one node held: a mutex hold has one part, an AcquireN of two
+// semaphore leases two.
+type Part struct {
+	Done  <-chan struct{}
+	Err   func() error
+	Token int64
+	Node  string
+}
+
+// Held is what an adapter's acquire returns.
+type Held struct {
+	Mode  Mode
+	Parts []Part
+	// Release releases every part and returns one error per part (nil if
+	// that part was released).
+	Release func(ctx context.Context) []error
+}
+
+// Acquirer acquires once: the recipe call a worker repeats.
+type Acquirer func(ctx context.Context, rng *rand.Rand) (*Held, error)
+
+// Adapter describes one recipe to the harness.
+type Adapter struct {
+	Name string
+	// NotAcquired is the sentinel every failed acquire's error wraps.
+	NotAcquired error
+	// MaxLeases bounds Lease holds (semaphore only).
+	MaxLeases int
+	// New makes the acquirer of one worker, on its own handle.
+	New func(c *recipe.Client, path string) (Acquirer, error)
+}
+
+// Mutex is the adapter of mutex.Mutex: Lock, hold, Unlock.
+var Mutex = &Adapter{
+	Name:        "mutex",
+	NotAcquired: mutex.ErrNotAcquired,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		m, err := mutex.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) {
+			if err := m.Lock(ctx); err != nil {
+				return nil, err
+			}
+			return &Held{
+				Mode:    Exclusive,
+				Parts:   []Part{{Done: m.Done(), Err: m.Err, Token: m.Token(), Node: m.Node()}},
+				Release: func(ctx context.Context) []error { return []error{m.Unlock(ctx)} },
+			}, nil
+		}, nil
+	},
+}
+
+// RWLock is the adapter of rwlock.RWLock: seven cycles in ten take the
+// read lock, the others the write lock.
+var RWLock = &Adapter{
+	Name:        "rwlock",
+	NotAcquired: rwlock.ErrNotAcquired,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		rw, err := rwlock.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, rng *rand.Rand) (*Held, error) {
+			if rng.IntN(10) < 7 {
+				if err := rw.RLock(ctx); err != nil {
+					return nil, err
+				}
+				return &Held{
+					Mode:    Shared,
+					Parts:   []Part{{Done: rw.RDone(), Err: rw.RErr, Token: rw.RToken(), Node: rw.RNode()}},
+					Release: func(ctx context.Context) []error { return []error{rw.RUnlock(ctx)} },
+				}, nil
+			}
+			if err := rw.Lock(ctx); err != nil {
+				return nil, err
+			}
+			return &Held{
+				Mode:    Exclusive,
+				Parts:   []Part{{Done: rw.Done(), Err: rw.Err, Token: rw.Token(), Node: rw.Node()}},
+				Release: func(ctx context.Context) []error { return []error{rw.Unlock(ctx)} },
+			}, nil
+		}, nil
+	},
+}
+
+// Semaphore is the adapter of a 2-lease semaphore.Semaphore: one cycle in
+// four takes both leases at once with AcquireN (one transaction), the
+// others one lease.
+var Semaphore = &Adapter{
+	Name:        "semaphore",
+	NotAcquired: semaphore.ErrNotAcquired,
+	MaxLeases:   2,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		s, err := semaphore.New(c, path, 2)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, rng *rand.Rand) (*Held, error) {
+			var ls []*semaphore.Lease
+			if rng.IntN(4) == 0 {
+				got, err := s.AcquireN(ctx, 2)
+				if err != nil {
+					return nil, err
+				}
+				ls = got
+			} else {
+				l, err := s.Acquire(ctx)
+				if err != nil {
+					return nil, err
+				}
+				ls = []*semaphore.Lease{l}
+			}
+			h := &Held{Mode: Lease}
+			for _, l := range ls {
+				h.Parts = append(h.Parts, Part{Done: l.Done(), Err: l.Err, Token: l.Token(), Node: l.Node()})
+			}
+			h.Release = func(ctx context.Context) []error {
+				errs := make([]error, len(ls))
+				for i, l := range ls {
+					errs[i] = l.Release(ctx)
+				}
+				return errs
+			}
+			return h, nil
+		}, nil
+	},
+}
+
+// Leader is the adapter of leader.Election: Campaign, lead, Resign.
+var Leader = &Adapter{
+	Name:        "leader",
+	NotAcquired: leader.ErrNotElected,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		e, err := leader.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) {
+			if err := e.Campaign(ctx); err != nil {
+				return nil, err
+			}
+			return &Held{
+				Mode:    Exclusive,
+				Parts:   []Part{{Done: e.Done(), Err: e.Err, Token: e.Token(), Node: e.Node()}},
+				Release: func(ctx context.Context) []error { return []error{e.Resign(ctx)} },
+			}, nil
+		}, nil
+	},
+}
+
+// Recipes lists every adapter, in the order of the results table.
+var Recipes = []*Adapter{Mutex, RWLock, Semaphore, Leader}
+
+// lossReason names the documented reason a lost hold's error wraps, or ""
+// when it wraps none (or is not a loss).
+func lossReason(err error) string {
+	if !errors.Is(err, recipe.ErrLost) {
+		return ""
+	}
+	switch {
+	case errors.Is(err, recipe.ErrConnectionSuspended):
+		return "suspended"
+	case errors.Is(err, recipe.ErrSessionExpired):
+		return "expired"
+	case errors.Is(err, recipe.ErrNodeDeleted):
+		return "deleted"
+	case errors.Is(err, recipe.ErrClosed):
+		return "closed"
+	}
+	return ""
+}

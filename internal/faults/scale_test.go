@@ -1,0 +1,326 @@
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/internal/faults"
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/internal/zktest"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipe"
+)
+
+// Targets of the scale tests. A waiter is a mutex handle and the goroutine
+// blocked in its Lock call: the goroutine is the caller's, so one per
+// waiter is the floor, and the engine must add none while waiting.
+const (
+	maxGoroutinesPerWaiter = 2.0
+	maxHeapPerWaiter       = 8 << 10
+)
+
+// memSnapshot is the heap in use after a full collection, and the
+// number of goroutines.
+type memSnapshot struct {
+	heap       uint64
+	stack      uint64
+	goroutines int
+}
+
+func snapshot() memSnapshot {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memSnapshot{heap: ms.HeapAlloc, stack: ms.StackInuse, goroutines: runtime.NumGoroutine()}
+}
+
+func perUnit(after, before uint64, n int) float64 {
+	return (float64(after) - float64(before)) / float64(n)
+}
+
+// waitersResult is what queueing waiters cost while they all waited.
+type waitersResult struct {
+	heapPer, stackPer, goroutinesPer float64
+}
+
+// runWaiters queues waiters handles on one mutex held by another handle,
+// the handles spread over sessions clients; while they all wait it
+// measures the heap and goroutines they cost; then it releases the lock
+// and checks that every waiter gets it, in the order of its node's
+// sequence number (FIFO), and that the directory ends empty.
+func runWaiters(t *testing.T, sessions, waiters int) waitersResult {
+	t.Helper()
+	srv := zktest.Shared(t)
+	raw := zktest.Connect(t, srv.Addr())
+	path := zktest.UniquePath(t)
+	clients := make([]*recipe.Client, sessions)
+	for i := range clients {
+		clients[i] = locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
+	}
+	holder, err := mutex.New(clients[0], path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	readsBefore := sumStats(clients).Reads
+	before := snapshot()
+
+	handles := make([]*mutex.Mutex, waiters)
+	for i := range handles {
+		if handles[i], err = mutex.New(clients[i%sessions], path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		grantMu sync.Mutex
+		grants  []int64
+		failed  atomic.Int32
+		wg      sync.WaitGroup
+	)
+	start := time.Now()
+	for _, m := range handles {
+		wg.Go(func() {
+			if err := m.Lock(ctx); err != nil {
+				failed.Add(1)
+				t.Errorf("Lock: %v", err)
+				return
+			}
+			seq, ok := driver.Sequence(m.Node(), mutex.LockName)
+			if !ok {
+				t.Errorf("node %q has no sequence", m.Node())
+			}
+			grantMu.Lock()
+			grants = append(grants, seq)
+			grantMu.Unlock()
+			if err := m.Unlock(ctx); err != nil {
+				t.Errorf("Unlock: %v", err)
+			}
+		})
+	}
+	// Every waiter is queued and watching once the directory has all the
+	// nodes and each waiter made its two reads (its own node, verified,
+	// and its predecessor, watched).
+	locktest.Eventually(t, 2*time.Minute, "every waiter queued and watching", func() bool {
+		n, _, err := raw.Children(path)
+		return err == nil && len(n) == waiters+1 && sumStats(clients).Reads-readsBefore >= int64(2*waiters)
+	})
+	queued := time.Since(start)
+	time.Sleep(300 * time.Millisecond) // let the last calls' goroutines end
+	during := snapshot()
+	r := waitersResult{
+		heapPer:       perUnit(during.heap, before.heap, waiters),
+		stackPer:      perUnit(during.stack, before.stack, waiters),
+		goroutinesPer: float64(during.goroutines-before.goroutines) / float64(waiters),
+	}
+	t.Logf("%d waiters on %d session(s) queued in %v: heap %.0f B/waiter, stack %.0f B/waiter, %.2f goroutines/waiter",
+		waiters, sessions, queued.Round(time.Millisecond), r.heapPer, r.stackPer, r.goroutinesPer)
+
+	released := time.Now()
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	t.Logf("all %d waiters held and released in turn in %v", waiters, time.Since(released).Round(time.Millisecond))
+	if failed.Load() > 0 {
+		t.FailNow()
+	}
+	if len(grants) != waiters {
+		t.Fatalf("%d grants, want %d", len(grants), waiters)
+	}
+	for i := 1; i < len(grants); i++ {
+		if grants[i] <= grants[i-1] {
+			t.Fatalf("grant %d went to sequence %d after %d: not FIFO", i, grants[i], grants[i-1])
+		}
+	}
+	if left, err := faults.WaitEmpty(raw, path, 10*time.Second); err != nil || len(left) > 0 {
+		t.Fatalf("left in %s: %v (%v)", path, left, err)
+	}
+	return r
+}
+
+// 1,000 waiters on one mutex, their handles sharing one session or spread
+// over 50: all acquire, in FIFO order; each costs at most
+// maxGoroutinesPerWaiter goroutines while waiting. The heap they cost is
+// reported; its target is checked by TestWaiterHeapIndependentOfQueue.
+func TestScaleWaiters(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		sessions int
+	}{
+		{"one_session", 1},
+		{"50_sessions", 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runWaiters(t, tc.sessions, 1000)
+			if r.goroutinesPer > maxGoroutinesPerWaiter {
+				t.Errorf("%.2f goroutines per waiter, want at most %v", r.goroutinesPer, maxGoroutinesPerWaiter)
+			}
+		})
+	}
+}
+
+// A waiter's heap does not grow with the queue ahead of it: it keeps only
+// the window of the queue it watches (from its first watched node to its
+// own), and lists again after a change in it. Target: at most
+// maxHeapPerWaiter per waiter at 1,000 waiters, and not much more than at
+// 200.
+func TestWaiterHeapIndependentOfQueue(t *testing.T) {
+	small := runWaiters(t, 1, 200)
+	large := runWaiters(t, 1, 1000)
+	if large.heapPer > maxHeapPerWaiter {
+		t.Errorf("%.0f heap bytes per waiter with 1,000 waiters, want at most %d", large.heapPer, maxHeapPerWaiter)
+	}
+	if large.heapPer > 2*small.heapPer+1024 {
+		t.Errorf("heap per waiter grows with the queue: %.0f B at 200 waiters, %.0f B at 1,000", small.heapPer, large.heapPer)
+	}
+}
+
+func sumStats(cs []*recipe.Client) recipe.Stats {
+	var s recipe.Stats
+	for _, c := range cs {
+		st := c.Stats()
+		s.Reads += st.Reads
+		s.Creates += st.Creates
+		s.Lists += st.Lists
+	}
+	return s
+}
+
+// One session holds 10,000 distinct mutexes at once, then releases them:
+// afterwards no node is left, the goroutines are back to where they were
+// and so, after a collection, is the heap (within heapSlack: maps that
+// grew, such as go-zookeeper's table of watches, keep their buckets).
+// Each lock is a directory of its own, created on first use and reaped by
+// the server once empty.
+func TestScaleManyLocks(t *testing.T) {
+	const (
+		locks     = 10000
+		workers   = 32
+		heapSlack = 2 << 20
+	)
+	srv := zktest.Shared(t)
+	raw := zktest.Connect(t, srv.Addr())
+	parent := zktest.UniquePath(t)
+	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// The runtime keeps the descriptors of ended goroutines for reuse and
+	// never frees them: create as many as the test will need at its peak
+	// (a hold monitor per lock) before the baseline, so that the
+	// comparison shows what the library keeps, not the runtime's pool.
+	warmGoroutines(locks + 1000)
+	before := snapshot()
+
+	handles := make([]*mutex.Mutex, locks)
+	for i := range handles {
+		m, err := mutex.New(c, fmt.Sprintf("%s/l%05d", parent, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		handles[i] = m
+	}
+	each := func(what string, fn func(m *mutex.Mutex) error) time.Duration {
+		start := time.Now()
+		next := atomic.Int64{}
+		var failed atomic.Int32
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for {
+					i := next.Add(1) - 1
+					if i >= locks || failed.Load() > 0 {
+						return
+					}
+					if err := fn(handles[i]); err != nil {
+						if failed.Add(1) == 1 {
+							t.Errorf("%s %s: %v", what, handles[i].Path(), err)
+						}
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if failed.Load() > 0 {
+			t.FailNow()
+		}
+		return time.Since(start)
+	}
+	took := each("Lock", func(m *mutex.Mutex) error { return m.Lock(ctx) })
+	held := snapshot()
+	t.Logf("%d locks held by one session after %v: heap %.0f B/lock, %.2f goroutines/lock",
+		locks, took.Round(time.Millisecond), perUnit(held.heap, before.heap, locks),
+		float64(held.goroutines-before.goroutines)/locks)
+	took = each("Unlock", func(m *mutex.Mutex) error { return m.Unlock(ctx) })
+	t.Logf("released in %v", took.Round(time.Millisecond))
+	handles = nil
+
+	if left := countNodes(t, raw, parent); left != 0 {
+		t.Errorf("%d lock nodes left after every lock was released", left)
+	}
+	var after memSnapshot
+	locktest.Eventually(t, 10*time.Second, "the goroutines back to the baseline", func() bool {
+		after = snapshot()
+		return after.goroutines <= before.goroutines
+	})
+	grown := int64(after.heap) - int64(before.heap)
+	t.Logf("after release: goroutines %d (baseline %d), heap %+d B (%.1f B/lock)",
+		after.goroutines, before.goroutines, grown, float64(grown)/locks)
+	if grown > heapSlack {
+		t.Errorf("heap grew by %d B after every lock was released, want at most %d", grown, heapSlack)
+	}
+}
+
+// warmGoroutines starts n goroutines at once and lets them end.
+func warmGoroutines(n int) {
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { <-release })
+	}
+	close(release)
+	wg.Wait()
+}
+
+// countNodes counts the lock nodes in the directories under parent.
+func countNodes(t *testing.T, raw *zk.Conn, parent string) int {
+	t.Helper()
+	dirs, _, err := raw.Children(parent)
+	if err != nil {
+		t.Fatalf("children of %s: %v", parent, err)
+	}
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	work := make(chan string)
+	for range 16 {
+		wg.Go(func() {
+			for d := range work {
+				left, err := faults.ListNodes(raw, parent+"/"+d)
+				if err != nil {
+					t.Errorf("list %s: %v", d, err)
+					continue
+				}
+				total.Add(int64(len(left)))
+			}
+		})
+	}
+	for _, d := range dirs {
+		work <- d
+	}
+	close(work)
+	wg.Wait()
+	return int(total.Load())
+}
