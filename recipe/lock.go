@@ -637,8 +637,12 @@ func (a *attempt) ownGone() bool {
 // and gone is true: the driver can then decide again without waiting.
 func (a *attempt) arm(ctx context.Context, names []string) (gone bool, err error) {
 	var todo []string
-	if a.ownW == nil {
-		todo = append(todo, a.node) // our own node's watch goes in the same round trip
+	if a.ownW == nil && !a.partial {
+		// Our own node's watch goes in the same round trip. It matters
+		// only where a deletion event alone can make us hold; a trimmed
+		// queue is listed again first, which shows whether our node is
+		// still there.
+		todo = append(todo, a.node)
 	}
 	for _, n := range names {
 		if _, ok := a.watches[n]; !ok {
