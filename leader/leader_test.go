@@ -4,16 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
@@ -21,16 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
-func TestMain(m *testing.M) {
-	code := zktest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { locktest.Main(m) }
 
 func newElection(t testing.TB, c *recipe.Client, path string, opts ...leader.Option) *leader.Election {
 	t.Helper()
@@ -41,38 +27,10 @@ func newElection(t testing.TB, c *recipe.Client, path string, opts ...leader.Opt
 	return e
 }
 
-func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// children lists the election's directory with a separate raw connection.
-func children(t testing.TB, conn *zk.Conn, path string) []string {
-	t.Helper()
-	names, _, err := conn.Children(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("children %s: %v", path, err)
-	}
-	return names
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 func TestCampaignResign(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := locktest.Ctx(t, 30*time.Second)
 	c1 := locktest.Client(t, []string{srv.Addr()})
 	c2 := locktest.Client(t, []string{srv.Addr()})
 	co := locktest.Client(t, []string{srv.Addr()})
@@ -86,16 +44,17 @@ func TestCampaignResign(t *testing.T) {
 	if err := alpha.Err(); !errors.Is(err, leader.ErrNotLeader) {
 		t.Fatalf("Err before Campaign = %v, want ErrNotLeader", err)
 	}
-	if !isClosed(alpha.Done()) || alpha.IsLeader() || alpha.Token() != 0 || alpha.Node() != "" {
+	if !locktest.Closed(alpha.Done()) || alpha.IsLeader() || alpha.Token() != 0 || alpha.Node() != "" {
 		t.Fatal("a handle without a term should have a closed Done, no leadership, no token and no node")
 	}
 
 	if err := alpha.Campaign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !alpha.IsLeader() || alpha.Err() != nil || alpha.Token() <= 0 || isClosed(alpha.Done()) {
+	if !alpha.IsLeader() || alpha.Err() != nil || alpha.Token() <= 0 || locktest.Closed(alpha.Done()) {
 		t.Fatalf("after Campaign: IsLeader=%v Err=%v Token=%d", alpha.IsLeader(), alpha.Err(), alpha.Token())
 	}
+	locktest.Settle(t, c1)
 	before := c1.Stats()
 	if err := alpha.Campaign(ctx); err != nil {
 		t.Fatalf("Campaign while leading = %v, want nil", err)
@@ -124,6 +83,7 @@ func TestCampaignResign(t *testing.T) {
 	if p[0].ID != "alpha" || p[1].ID != "beta" {
 		t.Fatalf("Participants = %+v, want alpha then beta", p)
 	}
+	locktest.Settle(t, c2)
 	before = c2.Stats()
 	if err := beta.Resign(ctx); !errors.Is(err, leader.ErrNotLeader) {
 		t.Fatalf("Resign while campaigning = %v, want ErrNotLeader", err)
@@ -140,7 +100,7 @@ func TestCampaignResign(t *testing.T) {
 	if err := alpha.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !isClosed(done) || alpha.IsLeader() || !errors.Is(alpha.Err(), leader.ErrNotLeader) {
+	if !locktest.Closed(done) || alpha.IsLeader() || !errors.Is(alpha.Err(), leader.ErrNotLeader) {
 		t.Fatal("after Resign the term should be over")
 	}
 	if err := <-elected; err != nil {
@@ -170,14 +130,14 @@ func TestCampaignTimeoutAndCancelCleanUp(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			path := zktest.UniquePath(t)
 			holder := newElection(t, locktest.Client(t, []string{srv.Addr()}), path)
-			if err := holder.Campaign(ctxTimeout(t, 10*time.Second)); err != nil {
+			if err := holder.Campaign(locktest.Ctx(t, 10*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			waiter := newElection(t, locktest.Client(t, []string{srv.Addr()}), path)
 			var ctx context.Context
 			var want error
 			if mode == "deadline" {
-				ctx, want = ctxTimeout(t, 200*time.Millisecond), context.DeadlineExceeded
+				ctx, want = locktest.Ctx(t, 200*time.Millisecond), context.DeadlineExceeded
 			} else {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithCancel(context.Background())
@@ -188,7 +148,7 @@ func TestCampaignTimeoutAndCancelCleanUp(t *testing.T) {
 			if !errors.Is(err, want) || !errors.Is(err, leader.ErrNotElected) {
 				t.Fatalf("Campaign behind a leader = %v, want %v and ErrNotElected", err, want)
 			}
-			if left := children(t, raw, path); len(left) != 1 || left[0] != holder.Node() {
+			if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != holder.Node() {
 				t.Fatalf("after the failed Campaign the directory holds %v, want only the leader's %s", left, holder.Node())
 			}
 			if waiter.IsLeader() || !errors.Is(waiter.Err(), leader.ErrNotLeader) {
@@ -207,7 +167,7 @@ func TestLossAndCampaignAgain(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
 	e := newElection(t, locktest.Client(t, []string{srv.Addr()}), path)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	if err := e.Campaign(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +297,7 @@ func TestRunTerms(t *testing.T) {
 	if e.IsLeader() || e.Token() != 0 {
 		t.Fatal("after Run returned the handle should have no term")
 	}
-	if left := children(t, zktest.Connect(t, srv.Addr()), path); len(left) != 0 {
+	if left := locktest.Children(t, zktest.Connect(t, srv.Addr()), path); len(left) != 0 {
 		t.Fatalf("nodes left after Run returned: %v", left)
 	}
 	if !strings.Contains(logs.String(), "boom") {
@@ -351,18 +311,18 @@ func TestRunNeverElected(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
 	holder := newElection(t, locktest.Client(t, []string{srv.Addr()}), path)
-	if err := holder.Campaign(ctxTimeout(t, 10*time.Second)); err != nil {
+	if err := holder.Campaign(locktest.Ctx(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	other := newElection(t, locktest.Client(t, []string{srv.Addr()}), path)
-	err := other.Run(ctxTimeout(t, 500*time.Millisecond), func(context.Context) error {
+	err := other.Run(locktest.Ctx(t, 500*time.Millisecond), func(context.Context) error {
 		t.Error("fn called for a participant that was never elected")
 		return nil
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Run = %v, want context.DeadlineExceeded", err)
 	}
-	if left := children(t, zktest.Connect(t, srv.Addr()), path); len(left) != 1 || left[0] != holder.Node() {
+	if left := locktest.Children(t, zktest.Connect(t, srv.Addr()), path); len(left) != 1 || left[0] != holder.Node() {
 		t.Fatalf("directory holds %v, want only the leader's %s", left, holder.Node())
 	}
 	if err := holder.Resign(context.Background()); err != nil {
@@ -412,7 +372,7 @@ func TestRunClientClosed(t *testing.T) {
 func TestObserve(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := locktest.Ctx(t, 30*time.Second)
 	wc := locktest.Client(t, []string{srv.Addr()})
 	watcher := newElection(t, wc, path)
 	alpha := newElection(t, locktest.Client(t, []string{srv.Addr()}), path, leader.WithID("alpha"))
@@ -517,6 +477,7 @@ func TestObserve(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
+	locktest.Settle(t, c)
 	before := c.Stats()
 	for _, p := range []string{"", "services/a", "/services/a/", "/services//a", "/services/./a", "/services/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := leader.New(c, p); !errors.Is(err, recipe.ErrInvalidPath) {

@@ -6,38 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
-
-func spanAttr(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
-	for _, kv := range s.Attributes() {
-		if kv.Key == k {
-			return kv.Value, true
-		}
-	}
-	return attribute.Value{}, false
-}
 
 // A campaign is a leader.campaign span (timeouts included), each term of Run
 // a leader.term span under the caller's span, ended with the reason.
 func TestTraces(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithTracerProvider(tp))
-	other := newElection(t, locktest.Client(t, []string{srv.Addr()}, recipe.WithTracerProvider(tp)), path)
+	tel := locktest.NewTelemetry(t)
+	c := tel.Client(t, srv.Addr())
+	other := newElection(t, tel.Client(t, srv.Addr()), path)
 	e := newElection(t, c, path)
 
-	caller, parent := tp.Tracer("test").Start(context.Background(), "service")
-	if err := other.Campaign(ctxTimeout(t, 10*time.Second)); err != nil {
+	caller, parent := tel.TracerProvider.Tracer("test").Start(context.Background(), "service")
+	if err := other.Campaign(locktest.Ctx(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tctx, cancel := context.WithTimeout(caller, 200*time.Millisecond)
@@ -45,7 +30,7 @@ func TestTraces(t *testing.T) {
 		t.Fatalf("Campaign behind a leader = %v, want a timeout", err)
 	}
 	cancel()
-	if err := other.Resign(ctxTimeout(t, 10*time.Second)); err != nil {
+	if err := other.Resign(locktest.Ctx(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(caller)
@@ -63,12 +48,7 @@ func TestTraces(t *testing.T) {
 		t.Fatal("Run never led")
 	}
 	locktest.Eventually(t, 10*time.Second, "the term span ended", func() bool {
-		for _, s := range rec.Ended() {
-			if s.Name() == "leader.term" {
-				return true
-			}
-		}
-		return false
+		return len(tel.Spans("leader.term")) > 0
 	})
 	stop()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -76,31 +56,28 @@ func TestTraces(t *testing.T) {
 	}
 	parent.End()
 
-	var campaigns, timeouts, terms int
-	for _, s := range rec.Ended() {
-		switch s.Name() {
-		case "leader.campaign":
-			campaigns++
-			if v, _ := spanAttr(s, recipe.AttrOutcome); v.AsString() == "timeout" {
-				timeouts++
-				if s.Parent().SpanID() != parent.SpanContext().SpanID() {
-					t.Error("the timed-out campaign is not under the caller's span")
-				}
-			}
-		case "leader.term":
-			terms++
+	campaigns, terms := tel.Spans("leader.campaign"), tel.Spans("leader.term")
+	var timeouts int
+	for _, s := range campaigns {
+		if locktest.Outcome(s) == "timeout" {
+			timeouts++
 			if s.Parent().SpanID() != parent.SpanContext().SpanID() {
-				t.Error("the term span is not under the caller's span")
-			}
-			if v, _ := spanAttr(s, "zkrecipes.leader.term_end"); terms == 1 && v.AsString() != "returned" {
-				t.Errorf("first term ended %q, want returned", v.AsString())
-			}
-			if v, _ := spanAttr(s, recipe.AttrToken); v.AsInt64() <= 0 {
-				t.Error("term span without a token")
+				t.Error("the timed-out campaign is not under the caller's span")
 			}
 		}
 	}
-	if timeouts != 1 || campaigns < 3 || terms < 1 {
-		t.Fatalf("campaign spans %d (timeouts %d), term spans %d", campaigns, timeouts, terms)
+	for i, s := range terms {
+		if s.Parent().SpanID() != parent.SpanContext().SpanID() {
+			t.Error("the term span is not under the caller's span")
+		}
+		if v, _ := locktest.SpanAttr(s, "zkrecipes.leader.term_end"); i == 0 && v.AsString() != "returned" {
+			t.Errorf("first term ended %q, want returned", v.AsString())
+		}
+		if v, _ := locktest.SpanAttr(s, recipe.AttrToken); v.AsInt64() <= 0 {
+			t.Error("term span without a token")
+		}
+	}
+	if timeouts != 1 || len(campaigns) < 3 || len(terms) < 1 {
+		t.Fatalf("campaign spans %d (timeouts %d), term spans %d", len(campaigns), timeouts, len(terms))
 	}
 }

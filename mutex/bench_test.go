@@ -74,7 +74,7 @@ func BenchmarkLockUnlockUncontended(b *testing.B) {
 	srv := zktest.Shared(b)
 	c := locktest.Client(b, []string{srv.Addr()})
 	m := newMutex(b, c, zktest.UniquePath(b))
-	ctx := ctxTimeout(b, benchTimeout)
+	ctx := locktest.Ctx(b, benchTimeout)
 	warm(b, func() error { return cycleErr(ctx, m) })
 	before := c.Stats()
 	b.ReportAllocs()
@@ -93,7 +93,7 @@ func BenchmarkLockUnlockContended(b *testing.B) {
 	path := zktest.UniquePath(b)
 	// A failed cycle cancels ctx, so that no session waits for a node
 	// that its failed owner left behind.
-	ctx, cancel := context.WithCancel(ctxTimeout(b, benchTimeout))
+	ctx, cancel := context.WithCancel(locktest.Ctx(b, benchTimeout))
 	defer cancel()
 	procs := runtime.GOMAXPROCS(0)
 	parallelism := (benchSessions + procs - 1) / procs
@@ -222,7 +222,7 @@ func BenchmarkReentrantLock(b *testing.B) {
 	srv := zktest.Shared(b)
 	c := locktest.Client(b, []string{srv.Addr()})
 	m := newMutex(b, c, zktest.UniquePath(b))
-	ctx := ctxTimeout(b, benchTimeout)
+	ctx := locktest.Ctx(b, benchTimeout)
 	if err := m.Lock(ctx); err != nil {
 		b.Fatal(err)
 	}

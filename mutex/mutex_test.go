@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
@@ -20,16 +18,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
-func TestMain(m *testing.M) {
-	code := zktest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { locktest.Main(m) }
 
 func newMutex(t testing.TB, c *recipe.Client, path string, opts ...mutex.Option) *mutex.Mutex {
 	t.Helper()
@@ -38,25 +27,6 @@ func newMutex(t testing.TB, c *recipe.Client, path string, opts ...mutex.Option)
 		t.Fatalf("mutex.New(%q): %v", path, err)
 	}
 	return m
-}
-
-func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// children lists the lock directory with a separate raw connection.
-func children(t testing.TB, conn *zk.Conn, path string) []string {
-	t.Helper()
-	names, _, err := conn.Children(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("children %s: %v", path, err)
-	}
-	return names
 }
 
 type grant struct {
@@ -120,7 +90,7 @@ func TestMutualExclusionFIFOAndTokens(t *testing.T) {
 		}
 	}
 	raw := zktest.Connect(t, srv.Addr())
-	if left := children(t, raw, path); len(left) != 0 {
+	if left := locktest.Children(t, raw, path); len(left) != 0 {
 		t.Fatalf("nodes left behind: %v", left)
 	}
 }
@@ -131,11 +101,12 @@ func TestReentrancy(t *testing.T) {
 	c1 := locktest.Client(t, []string{srv.Addr()})
 	c2 := locktest.Client(t, []string{srv.Addr()})
 	m1, m2 := newMutex(t, c1, path), newMutex(t, c2, path)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 
 	if err := m1.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	locktest.Settle(t, c1)
 	before := c1.Stats()
 	if err := m1.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -163,6 +134,7 @@ func TestReentrancy(t *testing.T) {
 	}
 
 	m3 := newMutex(t, c1, path)
+	locktest.Settle(t, c1)
 	before = c1.Stats()
 	if err := m3.Unlock(ctx); !errors.Is(err, mutex.ErrNotHeld) {
 		t.Fatalf("Unlock on a handle holding nothing: got %v, want ErrNotHeld", err)
@@ -176,9 +148,7 @@ func TestReentrancy(t *testing.T) {
 	if err := m3.Err(); !errors.Is(err, mutex.ErrNotHeld) {
 		t.Fatalf("Err on idle handle: %v", err)
 	}
-	select {
-	case <-m3.Done():
-	default:
+	if !locktest.Closed(m3.Done()) {
 		t.Fatal("Done of an idle handle should be closed")
 	}
 }
@@ -190,14 +160,14 @@ func TestTimeoutAndCancelCleanUp(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			path := zktest.UniquePath(t)
 			holder := newMutex(t, locktest.Client(t, []string{srv.Addr()}), path)
-			if err := holder.Lock(ctxTimeout(t, 10*time.Second)); err != nil {
+			if err := holder.Lock(locktest.Ctx(t, 10*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			waiter := newMutex(t, locktest.Client(t, []string{srv.Addr()}), path)
 			var ctx context.Context
 			var want error
 			if mode == "deadline" {
-				ctx = ctxTimeout(t, 200*time.Millisecond)
+				ctx = locktest.Ctx(t, 200*time.Millisecond)
 				want = context.DeadlineExceeded
 			} else {
 				var cancel context.CancelFunc
@@ -213,7 +183,7 @@ func TestTimeoutAndCancelCleanUp(t *testing.T) {
 			if took := time.Since(start); took > 2*time.Second {
 				t.Fatalf("Lock returned %v after its 200ms context", took)
 			}
-			left := children(t, raw, path)
+			left := locktest.Children(t, raw, path)
 			if len(left) != 1 || left[0] != holder.Node() {
 				t.Fatalf("after the failed Lock the directory holds %v, want only the holder's %s", left, holder.Node())
 			}
@@ -236,7 +206,7 @@ func TestHerdFree(t *testing.T) {
 	const waiters = clients * perClient
 	holderClient := locktest.Client(t, []string{srv.Addr()})
 	holder := newMutex(t, holderClient, path)
-	ctx := ctxTimeout(t, 60*time.Second)
+	ctx := locktest.Ctx(t, 60*time.Second)
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +277,7 @@ func TestNodeDeletedWhileHeld(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
 	m := newMutex(t, locktest.Client(t, []string{srv.Addr()}), path)
-	if err := m.Lock(ctxTimeout(t, 10*time.Second)); err != nil {
+	if err := m.Lock(locktest.Ctx(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	raw := zktest.Connect(t, srv.Addr())
@@ -325,7 +295,7 @@ func TestNodeDeletedWhileHeld(t *testing.T) {
 	if err := m.Unlock(context.Background()); !errors.Is(err, mutex.ErrLost) {
 		t.Fatalf("Unlock after loss = %v, want ErrLost", err)
 	}
-	if err := m.Lock(ctxTimeout(t, 10*time.Second)); err != nil {
+	if err := m.Lock(locktest.Ctx(t, 10*time.Second)); err != nil {
 		t.Fatalf("Lock again after loss and Unlock: %v", err)
 	}
 	if err := m.Unlock(context.Background()); err != nil {
@@ -347,13 +317,13 @@ func TestSessionExpiryWhileHeld(t *testing.T) {
 	const session = 2 * time.Second
 	c1 := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(session))
 	m1 := newMutex(t, c1, path)
-	if err := m1.Lock(ctxTimeout(t, 10*time.Second)); err != nil {
+	if err := m1.Lock(locktest.Ctx(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	m2 := newMutex(t, locktest.Client(t, []string{srv.Addr()}), path)
 	got2 := make(chan time.Time, 1)
 	go func() {
-		if err := m2.Lock(ctxTimeout(t, 30*time.Second)); err != nil {
+		if err := m2.Lock(locktest.Ctx(t, 30*time.Second)); err != nil {
 			t.Errorf("second client: %v", err)
 			close(got2)
 			return
@@ -384,7 +354,7 @@ func TestSessionExpiryWhileHeld(t *testing.T) {
 		t.Fatalf("holder told at %v, after the next holder was granted at %v", lostAt, at)
 	}
 	proxy.Blackhole(false)
-	err = m1.Unlock(ctxTimeout(t, 10*time.Second))
+	err = m1.Unlock(locktest.Ctx(t, 10*time.Second))
 	if !errors.Is(err, mutex.ErrLost) {
 		t.Fatalf("Unlock after expiry = %v, want ErrLost", err)
 	}
@@ -392,7 +362,7 @@ func TestSessionExpiryWhileHeld(t *testing.T) {
 		t.Fatalf("the new holder lost its lock after the old holder's Unlock: %v", err)
 	}
 	raw := zktest.Connect(t, srv.Addr())
-	if left := children(t, raw, path); len(left) != 1 || left[0] != m2.Node() {
+	if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != m2.Node() {
 		t.Fatalf("directory holds %v, want only the new holder's %s", left, m2.Node())
 	}
 	if err := m2.Unlock(context.Background()); err != nil {
@@ -460,7 +430,7 @@ func TestLostCreateReply(t *testing.T) {
 	}
 	t.Logf("proxy: %+v; nodes recovered by UUID: %d", st, recovered)
 	raw := zktest.Connect(t, srv.Addr())
-	if left := children(t, raw, path); len(left) != 0 {
+	if left := locktest.Children(t, raw, path); len(left) != 0 {
 		t.Fatalf("orphan nodes while the clients are still open: %v", left)
 	}
 	for _, c := range clients {
@@ -471,6 +441,7 @@ func TestLostCreateReply(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
+	locktest.Settle(t, c)
 	before := c.Stats()
 	for _, p := range []string{"", "locks/a", "/locks/a/", "/locks//a", "/locks/./a", "/locks/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := mutex.New(c, p); !errors.Is(err, recipe.ErrInvalidPath) {
@@ -500,11 +471,11 @@ func TestACL(t *testing.T) {
 		recipe.WithDigestAuth("alice", "secret"),
 		recipe.WithACL(zk.DigestACL(zk.PermAll, "alice", "secret")...))
 	mine := newMutex(t, alice, path)
-	if err := mine.Lock(ctxTimeout(t, 10*time.Second)); err != nil {
+	if err := mine.Lock(locktest.Ctx(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	stranger := newMutex(t, locktest.Client(t, []string{srv.Addr()}), path)
-	err := stranger.Lock(ctxTimeout(t, 5*time.Second))
+	err := stranger.Lock(locktest.Ctx(t, 5*time.Second))
 	if !errors.Is(err, recipe.ErrPermission) || !errors.Is(err, mutex.ErrNotAcquired) {
 		t.Fatalf("Lock without credentials = %v, want ErrPermission and ErrNotAcquired", err)
 	}
@@ -523,7 +494,7 @@ func TestACL(t *testing.T) {
 func TestParticipants(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	var ms []*mutex.Mutex
 	for i := range 3 {
 		ms = append(ms, newMutex(t, locktest.Client(t, []string{srv.Addr()}), path, mutex.WithData([]byte(fmt.Sprint("p", i)))))
@@ -575,7 +546,7 @@ func TestSharedHandle(t *testing.T) {
 	path := zktest.UniquePath(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	m := newMutex(t, c, path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := locktest.Ctx(t, 30*time.Second)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)

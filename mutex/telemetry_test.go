@@ -6,76 +6,22 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
-func attrOf(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) {
-	for _, kv := range s.Attributes() {
-		if kv.Key == k {
-			return kv.Value, true
-		}
-	}
-	return attribute.Value{}, false
-}
-
-func spansNamed(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpan {
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		if s.Name() == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// sumOf returns the value of an Int64 sum metric for the points whose
-// attributes include want.
-func sumOf(t *testing.T, rm metricdata.ResourceMetrics, name string, want attribute.KeyValue) (int64, bool) {
-	t.Helper()
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != name {
-				continue
-			}
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				t.Fatalf("%s is %T, want an int64 sum", name, m.Data)
-			}
-			var total int64
-			for _, p := range sum.DataPoints {
-				if v, ok := p.Attributes.Value(want.Key); ok && v == want.Value {
-					total += p.Value
-				}
-			}
-			return total, true
-		}
-	}
-	return 0, false
-}
-
 func TestTracesAndMetrics(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	defer tp.Shutdown(context.Background())
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	opts := []recipe.Option{recipe.WithTracerProvider(tp), recipe.WithMeterProvider(mp)}
-	holder := newMutex(t, locktest.Client(t, []string{srv.Addr()}, opts...), path)
-	waiter := newMutex(t, locktest.Client(t, []string{srv.Addr()}, opts...), path)
+	tel := locktest.NewTelemetry(t)
+	holder := newMutex(t, tel.Client(t, srv.Addr()), path)
+	waiter := newMutex(t, tel.Client(t, srv.Addr()), path)
 
-	caller, parent := tp.Tracer("test").Start(context.Background(), "caller")
-	if err := holder.Lock(ctxTimeout(t, 10*time.Second)); err != nil {
+	caller, parent := tel.TracerProvider.Tracer("test").Start(context.Background(), "caller")
+	if err := holder.Lock(locktest.Ctx(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	// A timeout behind the holder, inside the caller's span.
@@ -104,18 +50,18 @@ func TestTracesAndMetrics(t *testing.T) {
 	}
 	parent.End()
 
-	acquires := spansNamed(rec, "mutex.acquire")
+	acquires := tel.Spans("mutex.acquire")
 	if len(acquires) != 3 {
 		t.Fatalf("got %d mutex.acquire spans, want 3", len(acquires))
 	}
 	outcomes := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range acquires {
-		v, _ := attrOf(s, recipe.AttrOutcome)
+		v, _ := locktest.SpanAttr(s, recipe.AttrOutcome)
 		outcomes[v.AsString()+map[bool]string{true: "+woken"}[len(s.Events()) > 0]] = s
-		if p, _ := attrOf(s, recipe.AttrPath); p.AsString() != path {
+		if p, _ := locktest.SpanAttr(s, recipe.AttrPath); p.AsString() != path {
 			t.Errorf("span path %q, want %q", p.AsString(), path)
 		}
-		if r, _ := attrOf(s, recipe.AttrRecipe); r.AsString() != "mutex" {
+		if r, _ := locktest.SpanAttr(s, recipe.AttrRecipe); r.AsString() != "mutex" {
 			t.Errorf("span recipe %q", r.AsString())
 		}
 	}
@@ -131,59 +77,38 @@ func TestTracesAndMetrics(t *testing.T) {
 		if s.Parent().SpanID() != parent.SpanContext().SpanID() {
 			t.Errorf("%s span is not a child of the caller's span", name)
 		}
-		if pos, ok := attrOf(s, recipe.AttrPosition); !ok || pos.AsInt64() != 1 {
+		if pos, ok := locktest.SpanAttr(s, recipe.AttrPosition); !ok || pos.AsInt64() != 1 {
 			t.Errorf("%s span queue position = %v, want 1", name, pos.AsInt64())
 		}
 	}
 	if ev := woken.Events(); len(ev) != 1 || ev[0].Name != "wake-up" {
 		t.Errorf("woken span events %v, want one wake-up", ev)
 	}
-	if tok, _ := attrOf(woken, recipe.AttrToken); tok.AsInt64() <= 0 {
+	if tok, _ := locktest.SpanAttr(woken, recipe.AttrToken); tok.AsInt64() <= 0 {
 		t.Errorf("acquired span without a token")
 	}
-	if n := len(spansNamed(rec, "mutex.release")); n != 2 {
+	if n := len(tel.Spans("mutex.release")); n != 2 {
 		t.Errorf("got %d mutex.release spans, want 2", n)
 	}
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	mutexAttr := recipe.AttrRecipe.String("mutex")
-	for name, want := range map[string]int64{
+	rm := tel.Collect(t)
+	locktest.WantSums(t, rm, recipe.AttrRecipe.String("mutex"), map[string]int64{
 		recipe.MetricAcquisitions: 2,
 		recipe.MetricTimeouts:     1,
 		recipe.MetricHolders:      0,
 		recipe.MetricWaiters:      0,
-	} {
-		got, ok := sumOf(t, rm, name, mutexAttr)
-		if !ok || got != want {
-			t.Errorf("metric %s = %d (found %v), want %d", name, got, ok, want)
-		}
-	}
-	var histCount uint64
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == recipe.MetricAcquireDuration {
-				for _, p := range h.DataPoints {
-					histCount += p.Count
-				}
-			}
-		}
-	}
-	if histCount != 3 {
-		t.Errorf("acquire duration histogram has %d points, want 3", histCount)
+	})
+	if n := locktest.HistCount(t, rm); n != 3 {
+		t.Errorf("acquire duration histogram has %d points, want 3", n)
 	}
 }
 
 func TestLossMetric(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	m := newMutex(t, locktest.Client(t, []string{srv.Addr()}, recipe.WithMeterProvider(mp)), path)
-	if err := m.Lock(ctxTimeout(t, 10*time.Second)); err != nil {
+	tel := locktest.NewTelemetry(t)
+	m := newMutex(t, tel.Client(t, srv.Addr()), path)
+	if err := m.Lock(locktest.Ctx(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	raw := zktest.Connect(t, srv.Addr())
@@ -191,14 +116,11 @@ func TestLossMetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-m.Done()
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := sumOf(t, rm, recipe.MetricLosses, recipe.AttrReason.String("node_deleted")); got != 1 {
+	rm := tel.Collect(t)
+	if got, _ := locktest.Sum(t, rm, recipe.MetricLosses, recipe.AttrReason.String("node_deleted")); got != 1 {
 		t.Fatalf("losses{node_deleted} = %d, want 1", got)
 	}
-	if got, _ := sumOf(t, rm, recipe.MetricHolders, recipe.AttrRecipe.String("mutex")); got != 0 {
+	if got, _ := locktest.Sum(t, rm, recipe.MetricHolders, recipe.AttrRecipe.String("mutex")); got != 0 {
 		t.Fatalf("holders after the loss = %d, want 0", got)
 	}
 	_ = m.Unlock(context.Background())

@@ -3,14 +3,11 @@ package recipe_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
@@ -18,16 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
-func TestMain(m *testing.M) {
-	code := zktest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { locktest.Main(m) }
 
 func newLock(t testing.TB, c *recipe.Client, path string) *recipe.Lock {
 	t.Helper()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,25 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
-func TestMain(m *testing.M) {
-	code := zktest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { locktest.Main(m) }
 
 func newRW(t testing.TB, c *recipe.Client, path string, opts ...rwlock.Option) *rwlock.RWLock {
 	t.Helper()
@@ -40,35 +27,6 @@ func newRW(t testing.TB, c *recipe.Client, path string, opts ...rwlock.Option) *
 		t.Fatalf("rwlock.New(%q): %v", path, err)
 	}
 	return rw
-}
-
-func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// children lists the lock directory with a separate raw connection.
-func children(t testing.TB, conn *zk.Conn, path string) []string {
-	t.Helper()
-	names, _, err := conn.Children(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("children %s: %v", path, err)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// queued waits until the lock's queue has n nodes.
-func queued(t testing.TB, rw *rwlock.RWLock, n int) {
-	t.Helper()
-	locktest.Eventually(t, 10*time.Second, fmt.Sprintf("%d nodes queued", n), func() bool {
-		p, err := rw.Participants(context.Background())
-		return err == nil && len(p) == n
-	})
 }
 
 // rwOverlap checks the read/write exclusion rule on a critical section:
@@ -181,7 +139,7 @@ func TestReadersShareWritersExclude(t *testing.T) {
 	}
 	t.Logf("%d reads, %d writes, up to %d readers at once", o.reads, o.writeCount, o.peakReaders)
 	raw := zktest.Connect(t, srv.Addr())
-	if left := children(t, raw, path); len(left) != 0 {
+	if left := locktest.Children(t, raw, path); len(left) != 0 {
 		t.Fatalf("nodes left behind: %v", left)
 	}
 }
@@ -191,7 +149,7 @@ func TestReadersShareWritersExclude(t *testing.T) {
 func TestNoWriterStarvation(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := locktest.Ctx(t, 30*time.Second)
 	mk := func() *rwlock.RWLock { return newRW(t, locktest.Client(t, []string{srv.Addr()}), path) }
 	r1, r2, w, r3, r4 := mk(), mk(), mk(), mk(), mk()
 	for _, r := range []*rwlock.RWLock{r1, r2} {
@@ -208,7 +166,7 @@ func TestNoWriterStarvation(t *testing.T) {
 		}
 		wGot <- err
 	}()
-	queued(t, r1, 3)
+	locktest.Queued(t, 3, r1.Participants)
 	go func() {
 		err := r3.RLock(ctx)
 		if err == nil {
@@ -216,7 +174,7 @@ func TestNoWriterStarvation(t *testing.T) {
 		}
 		r3Got <- err
 	}()
-	queued(t, r1, 4)
+	locktest.Queued(t, 4, r1.Participants)
 	time.Sleep(200 * time.Millisecond)
 	if got := order.Items(); len(got) != 0 {
 		t.Fatalf("%v acquired while R1 and R2 hold", got)
@@ -254,7 +212,7 @@ func TestNoWriterStarvation(t *testing.T) {
 func TestTry(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	a := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
 	b := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
 	raw := zktest.Connect(t, srv.Addr())
@@ -283,7 +241,7 @@ func TestTry(t *testing.T) {
 	if err := b.TryLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
 		t.Fatalf("TryLock while a writer holds = %v, want ErrLocked", err)
 	}
-	if left := children(t, raw, path); len(left) != 1 || left[0] != a.Node() {
+	if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != a.Node() {
 		t.Fatalf("after refused tries the directory holds %v, want only %s", left, a.Node())
 	}
 	if err := a.Unlock(ctx); err != nil {
@@ -297,12 +255,13 @@ func TestReentrancy(t *testing.T) {
 	c1 := locktest.Client(t, []string{srv.Addr()})
 	rw := newRW(t, c1, path)
 	other := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 
 	// Read side.
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	locktest.Settle(t, c1)
 	before := c1.Stats()
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatal(err)
@@ -330,6 +289,7 @@ func TestReentrancy(t *testing.T) {
 	if err := rw.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	locktest.Settle(t, c1)
 	before = c1.Stats()
 	if err := rw.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -354,6 +314,7 @@ func TestReentrancy(t *testing.T) {
 	}
 
 	// Unlock without a hold, in either mode, is refused without I/O.
+	locktest.Settle(t, c1)
 	before = c1.Stats()
 	if err := rw.Unlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("extra Unlock = %v, want ErrNotHeld", err)
@@ -364,12 +325,8 @@ func TestReentrancy(t *testing.T) {
 	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("unlock without hold made %d round trips, want 0", got)
 	}
-	for _, ch := range []<-chan struct{}{rw.Done(), rw.RDone()} {
-		select {
-		case <-ch:
-		default:
-			t.Fatal("Done/RDone of an idle handle should be closed")
-		}
+	if !locktest.Closed(rw.Done()) || !locktest.Closed(rw.RDone()) {
+		t.Fatal("Done/RDone of an idle handle should be closed")
 	}
 	if rw.Token() != 0 || rw.RToken() != 0 || rw.Node() != "" || rw.RNode() != "" {
 		t.Fatal("an idle handle reports a token or a node")
@@ -381,10 +338,11 @@ func TestUpgradeRefused(t *testing.T) {
 	path := zktest.UniquePath(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	rw := newRW(t, c, path)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	locktest.Settle(t, c)
 	before := c.Stats()
 	start := time.Now()
 	for _, lock := range []func(context.Context) error{rw.Lock, rw.TryLock} {
@@ -421,7 +379,7 @@ func TestUpgradeRefused(t *testing.T) {
 func TestDowngrade(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	raw := zktest.Connect(t, srv.Addr())
 	rw := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
 	reader := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
@@ -449,7 +407,7 @@ func TestDowngrade(t *testing.T) {
 	if err := rw.RErr(); err != nil {
 		t.Fatalf("read hold after downgrade: %v", err)
 	}
-	if left := children(t, raw, path); len(left) != 1 || left[0] != rw.RNode() || left[0] == wnode {
+	if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != rw.RNode() || left[0] == wnode {
 		t.Fatalf("after the downgrade the directory holds %v, want only the read node %s", left, rw.RNode())
 	}
 	if err := reader.TryRLock(ctx); err != nil {
@@ -460,7 +418,7 @@ func TestDowngrade(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() { got <- writer.Lock(ctx) }()
-	queued(t, rw, 3)
+	locktest.Queued(t, 3, rw.Participants)
 	if err := reader.RUnlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +444,7 @@ func TestDowngrade(t *testing.T) {
 func TestDowngradeBehindQueuedWriter(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	raw := zktest.Connect(t, srv.Addr())
 	rw := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
 	writer := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
@@ -497,7 +455,7 @@ func TestDowngradeBehindQueuedWriter(t *testing.T) {
 	wnode := rw.Node()
 	got := make(chan error, 1)
 	go func() { got <- writer.Lock(ctx) }()
-	queued(t, rw, 2)
+	locktest.Queued(t, 2, rw.Participants)
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatalf("RLock while writing, a writer queued: %v", err)
 	}
@@ -524,7 +482,7 @@ func TestDowngradeBehindQueuedWriter(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("queued writer: %v", err)
 	}
-	if left := children(t, raw, path); len(left) != 1 || left[0] != writer.Node() {
+	if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != writer.Node() {
 		t.Fatalf("directory holds %v, want only the writer's %s", left, writer.Node())
 	}
 	if err := writer.Unlock(ctx); err != nil {
@@ -553,7 +511,7 @@ func TestTimeoutAndCancelCleanUp(t *testing.T) {
 			if tc.holderWrite {
 				lock, node = holder.Lock, holder.Node
 			}
-			if err := lock(ctxTimeout(t, 10*time.Second)); err != nil {
+			if err := lock(locktest.Ctx(t, 10*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			waiter := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
@@ -565,7 +523,7 @@ func TestTimeoutAndCancelCleanUp(t *testing.T) {
 				time.AfterFunc(200*time.Millisecond, cancel)
 				want = context.Canceled
 			} else {
-				ctx = ctxTimeout(t, 200*time.Millisecond)
+				ctx = locktest.Ctx(t, 200*time.Millisecond)
 			}
 			start := time.Now()
 			var err error
@@ -580,7 +538,7 @@ func TestTimeoutAndCancelCleanUp(t *testing.T) {
 			if took := time.Since(start); took > 2*time.Second {
 				t.Fatalf("returned %v after its 200ms context", took)
 			}
-			if left := children(t, raw, path); len(left) != 1 || left[0] != node() {
+			if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != node() {
 				t.Fatalf("after the failed acquire the directory holds %v, want only the holder's %s", left, node())
 			}
 			if waiter.Err() == nil || waiter.RErr() == nil {
@@ -602,7 +560,7 @@ func TestTimeoutAndCancelCleanUp(t *testing.T) {
 func TestHerdFree(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := locktest.Ctx(t, 30*time.Second)
 	names := []string{"W1", "R1", "R2", "W2", "R3"}
 	clients := make([]*recipe.Client, len(names))
 	locks := make([]*rwlock.RWLock, len(names))
@@ -635,7 +593,7 @@ func TestHerdFree(t *testing.T) {
 			}
 			acquired <- names[i]
 		}()
-		queued(t, locks[0], i+1)
+		locktest.Queued(t, i+1, locks[0].Participants)
 	}
 	p, err := locks[0].Participants(ctx)
 	if err != nil {
@@ -699,7 +657,7 @@ func TestHerdFree(t *testing.T) {
 func TestCuratorNames(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	raw := zktest.Connect(t, srv.Addr())
 	r := newRW(t, locktest.Client(t, []string{srv.Addr()}), path, rwlock.WithCuratorNames())
 	w := newRW(t, locktest.Client(t, []string{srv.Addr()}), path, rwlock.WithCuratorNames())
@@ -708,11 +666,11 @@ func TestCuratorNames(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() { got <- w.Lock(ctx) }()
-	queued(t, r, 2)
+	locktest.Queued(t, 2, r.Participants)
 	uuid := `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
 	readRE := regexp.MustCompile(`^_c_` + uuid + `-__READ__\d{10}$`)
 	writeRE := regexp.MustCompile(`^_c_` + uuid + `-__WRIT__\d{10}$`)
-	left := children(t, raw, path)
+	left := locktest.Children(t, raw, path)
 	var reads, writes int
 	for _, n := range left {
 		switch {
@@ -753,7 +711,7 @@ func TestCuratorNames(t *testing.T) {
 func TestParticipants(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 	var rws []*rwlock.RWLock
 	for i := range 3 {
 		rws = append(rws, newRW(t, locktest.Client(t, []string{srv.Addr()}), path, rwlock.WithData(fmt.Appendf(nil, "p%d", i))))
@@ -763,9 +721,9 @@ func TestParticipants(t *testing.T) {
 	}
 	got := make(chan error, 2)
 	go func() { got <- rws[1].Lock(ctx) }()
-	queued(t, rws[0], 2)
+	locktest.Queued(t, 2, rws[0].Participants)
 	go func() { got <- rws[2].RLock(ctx) }()
-	queued(t, rws[0], 3)
+	locktest.Queued(t, 3, rws[0].Participants)
 	p, err := rws[0].Participants(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -807,7 +765,7 @@ func TestNodeDeletedWhileHeld(t *testing.T) {
 	path := zktest.UniquePath(t)
 	raw := zktest.Connect(t, srv.Addr())
 	rw := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
-	ctx := ctxTimeout(t, 10*time.Second)
+	ctx := locktest.Ctx(t, 10*time.Second)
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -850,6 +808,7 @@ func TestNodeDeletedWhileHeld(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
+	locktest.Settle(t, c)
 	before := c.Stats()
 	for _, p := range []string{"", "locks/a", "/locks/a/", "/locks//a", "/locks/./a", "/locks/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := rwlock.New(c, p); !errors.Is(err, recipe.ErrInvalidPath) {
@@ -886,7 +845,7 @@ func TestSharedHandle(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
 	rw := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := locktest.Ctx(t, 30*time.Second)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)

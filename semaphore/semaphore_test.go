@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
-	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
@@ -22,16 +18,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
-func TestMain(m *testing.M) {
-	code := zktest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { locktest.Main(m) }
 
 func newSem(t testing.TB, c *recipe.Client, path string, maxLeases int, opts ...semaphore.Option) *semaphore.Semaphore {
 	t.Helper()
@@ -42,15 +29,9 @@ func newSem(t testing.TB, c *recipe.Client, path string, maxLeases int, opts ...
 	return s
 }
 
-func ctxTimeout(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func acquire(t testing.TB, s *semaphore.Semaphore) *semaphore.Lease {
 	t.Helper()
-	l, err := s.Acquire(ctxTimeout(t, 10*time.Second))
+	l, err := s.Acquire(locktest.Ctx(t, 10*time.Second))
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -62,20 +43,6 @@ func release(t testing.TB, l *semaphore.Lease) {
 	if err := l.Release(context.Background()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-}
-
-// children lists the semaphore's directory with a separate raw connection.
-func children(t testing.TB, conn *zk.Conn, path string) []string {
-	t.Helper()
-	names, _, err := conn.Children(path)
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	if err != nil {
-		t.Fatalf("children %s: %v", path, err)
-	}
-	slices.Sort(names)
-	return names
 }
 
 func nodes(ls ...*semaphore.Lease) []string {
@@ -146,7 +113,7 @@ func TestAtMostMaxLeases(t *testing.T) {
 		t.Fatalf("got %d grants with %d distinct tokens, want %d", len(tok), len(slices.Compact(tok)), sessions*cycles)
 	}
 	raw := zktest.Connect(t, srv.Addr())
-	if left := children(t, raw, path); len(left) != 0 {
+	if left := locktest.Children(t, raw, path); len(left) != 0 {
 		t.Fatalf("nodes left behind: %v", left)
 	}
 }
@@ -161,7 +128,7 @@ func TestLivenessAndFairness(t *testing.T) {
 	for _, name := range []string{"A", "B", "C", "D"} {
 		sems = append(sems, newSem(t, locktest.Client(t, []string{srv.Addr()}), path, 2, semaphore.WithData([]byte(name))))
 	}
-	ctx := ctxTimeout(t, 30*time.Second)
+	ctx := locktest.Ctx(t, 30*time.Second)
 	a := acquire(t, sems[0])
 	b := acquire(t, sems[1])
 	type result struct {
@@ -240,7 +207,7 @@ func TestReleaseWakesAtMostMaxLeases(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
 	const leases, waiters, clients = 2, 6, 3
-	ctx := ctxTimeout(t, 60*time.Second)
+	ctx := locktest.Ctx(t, 60*time.Second)
 	var holders []*semaphore.Lease
 	for range leases {
 		holders = append(holders, acquire(t, newSem(t, locktest.Client(t, []string{srv.Addr()}), path, leases)))
@@ -359,7 +326,7 @@ func TestAcquireNAtomic(t *testing.T) {
 	}
 	raw := zktest.Connect(t, srv.Addr())
 	for r := range rounds {
-		ls, err := x.AcquireN(ctxTimeout(t, 30*time.Second), n)
+		ls, err := x.AcquireN(locktest.Ctx(t, 30*time.Second), n)
 		if err != nil {
 			t.Fatalf("round %d: AcquireN(%d): %v", r, n, err)
 		}
@@ -380,7 +347,7 @@ func TestAcquireNAtomic(t *testing.T) {
 			}
 		}
 		// While x holds 3 and y 1, the directory's holders are exactly those.
-		names := driver.Sort(children(t, raw, path), semaphore.LockName)
+		names := driver.Sort(locktest.Children(t, raw, path), semaphore.LockName)
 		if len(names) < leases || !slices.Equal(slices.Sorted(slices.Values(names[:leases])), nodes(append([]*semaphore.Lease{y}, ls...)...)) {
 			t.Fatalf("round %d: the first %d nodes are %v, want y's and x's %v", r, leases, names[:min(leases, len(names))], nodes(append([]*semaphore.Lease{y}, ls...)...))
 		}
@@ -412,7 +379,7 @@ func TestAcquireTimeoutCleansUp(t *testing.T) {
 	const leases = 4
 	var held []*semaphore.Lease
 	for range 2 {
-		ls, err := newSem(t, locktest.Client(t, []string{srv.Addr()}), path, leases).AcquireN(ctxTimeout(t, 10*time.Second), 2)
+		ls, err := newSem(t, locktest.Client(t, []string{srv.Addr()}), path, leases).AcquireN(locktest.Ctx(t, 10*time.Second), 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,12 +391,13 @@ func TestAcquireTimeoutCleansUp(t *testing.T) {
 	for _, mode := range []string{"AcquireN", "Acquire", "cancel"} {
 		var err error
 		start := time.Now()
+		locktest.Settle(t, c)
 		before := c.Stats()
 		switch mode {
 		case "AcquireN":
-			_, err = x.AcquireN(ctxTimeout(t, 200*time.Millisecond), 2)
+			_, err = x.AcquireN(locktest.Ctx(t, 200*time.Millisecond), 2)
 		case "Acquire":
-			_, err = x.Acquire(ctxTimeout(t, 200*time.Millisecond))
+			_, err = x.Acquire(locktest.Ctx(t, 200*time.Millisecond))
 		case "cancel":
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(200*time.Millisecond, cancel)
@@ -445,7 +413,7 @@ func TestAcquireTimeoutCleansUp(t *testing.T) {
 		if took := time.Since(start); took > 2*time.Second {
 			t.Fatalf("%s returned %v after its 200ms context", mode, took)
 		}
-		if left := children(t, raw, path); !slices.Equal(left, nodes(held...)) {
+		if left := locktest.Children(t, raw, path); !slices.Equal(left, nodes(held...)) {
 			t.Fatalf("after the failed %s the directory holds %v, want only the holders' %v", mode, left, nodes(held...))
 		}
 		st := c.Stats().Sub(before)
@@ -473,11 +441,11 @@ func TestMaxLeasesMismatch(t *testing.T) {
 			"AcquireN":   func(ctx context.Context) error { _, err := other.AcquireN(ctx, 2); return err },
 		}
 		for name, call := range calls {
-			err := call(ctxTimeout(t, 5*time.Second))
+			err := call(locktest.Ctx(t, 5*time.Second))
 			if !errors.Is(err, semaphore.ErrMaxLeasesMismatch) || !errors.Is(err, recipe.ErrMismatch) || !errors.Is(err, semaphore.ErrNotAcquired) {
 				t.Fatalf("%s with %d leases on a path set up with 3: got %v, want ErrMaxLeasesMismatch, recipe.ErrMismatch and ErrNotAcquired", name, max, err)
 			}
-			if left := children(t, raw, path); !slices.Equal(left, []string{l.Node()}) {
+			if left := locktest.Children(t, raw, path); !slices.Equal(left, []string{l.Node()}) {
 				t.Fatalf("after the refused %s the directory holds %v, want only %s", name, left, l.Node())
 			}
 			if max == 2 && name == "Acquire" {
@@ -511,7 +479,7 @@ func TestTokensIncrease(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for range cycles {
-					l, err := s.Acquire(ctxTimeout(t, 30*time.Second))
+					l, err := s.Acquire(locktest.Ctx(t, 30*time.Second))
 					if err != nil {
 						t.Error(err)
 						return
@@ -567,6 +535,7 @@ func TestRoundTrips(t *testing.T) {
 	s := newSem(t, c, path, 3)
 	measure := func(what string, f func()) recipe.Stats {
 		t.Helper()
+		locktest.Settle(t, c)
 		before := c.Stats()
 		f()
 		d := c.Stats().Sub(before)
@@ -591,7 +560,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	d = measure("uncontended TryAcquire", func() {
 		var err error
-		if l, err = s.TryAcquire(ctxTimeout(t, 10*time.Second)); err != nil {
+		if l, err = s.TryAcquire(locktest.Ctx(t, 10*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -602,7 +571,7 @@ func TestRoundTrips(t *testing.T) {
 	var ls []*semaphore.Lease
 	d = measure("uncontended AcquireN(3)", func() {
 		var err error
-		if ls, err = s.AcquireN(ctxTimeout(t, 10*time.Second), 3); err != nil {
+		if ls, err = s.AcquireN(locktest.Ctx(t, 10*time.Second), 3); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -610,7 +579,7 @@ func TestRoundTrips(t *testing.T) {
 		t.Fatalf("uncontended AcquireN(3): %+v, want 1 transaction and 3 x 3 reads", d)
 	}
 	measure("TryAcquire, all leases taken", func() {
-		if _, err := s.TryAcquire(ctxTimeout(t, 10*time.Second)); !errors.Is(err, semaphore.ErrNoLease) {
+		if _, err := s.TryAcquire(locktest.Ctx(t, 10*time.Second)); !errors.Is(err, semaphore.ErrNoLease) {
 			t.Fatalf("TryAcquire with every lease taken: %v", err)
 		}
 	})
@@ -705,7 +674,7 @@ func TestLease(t *testing.T) {
 	path := zktest.UniquePath(t)
 	raw := zktest.Connect(t, srv.Addr())
 	s := newSem(t, locktest.Client(t, []string{srv.Addr()}), path, 2)
-	ctx := ctxTimeout(t, 20*time.Second)
+	ctx := locktest.Ctx(t, 20*time.Second)
 
 	a, err := s.TryAcquire(ctx)
 	if err != nil {
@@ -719,14 +688,12 @@ func TestLease(t *testing.T) {
 	if !errors.Is(err, semaphore.ErrNoLease) || errors.Is(err, semaphore.ErrNotAcquired) || errors.Is(err, recipe.ErrWouldBlock) {
 		t.Fatalf("TryAcquire with both leases taken: got %v, want ErrNoLease only", err)
 	}
-	if left := children(t, raw, path); !slices.Equal(left, nodes(a, b)) {
+	if left := locktest.Children(t, raw, path); !slices.Equal(left, nodes(a, b)) {
 		t.Fatalf("after the refused TryAcquire the directory holds %v, want %v", left, nodes(a, b))
 	}
 
 	release(t, a)
-	select {
-	case <-a.Done():
-	default:
+	if !locktest.Closed(a.Done()) {
 		t.Fatal("Done not closed after Release")
 	}
 	if err := a.Err(); !errors.Is(err, semaphore.ErrReleased) {
@@ -759,6 +726,7 @@ func TestLease(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
+	locktest.Settle(t, c)
 	before := c.Stats()
 	for _, p := range []string{"", "locks/a", "/locks/a/", "/locks//a", "/locks/./a", "/locks/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := semaphore.New(c, p, 2); !errors.Is(err, recipe.ErrInvalidPath) {
@@ -777,7 +745,7 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("New(nil option) = %v, want ErrInvalidArgument", err)
 	}
 	s := newSem(t, c, zktest.UniquePath(t), 3)
-	ctx := ctxTimeout(t, 5*time.Second)
+	ctx := locktest.Ctx(t, 5*time.Second)
 	for _, n := range []int{0, -1, 4} {
 		if _, err := s.AcquireN(ctx, n); !errors.Is(err, recipe.ErrInvalidArgument) || !errors.Is(err, semaphore.ErrNotAcquired) {
 			t.Errorf("AcquireN(%d) with 3 leases = %v, want ErrInvalidArgument and ErrNotAcquired", n, err)
@@ -857,7 +825,7 @@ func TestLostCreateReply(t *testing.T) {
 	}
 	t.Logf("proxy: %+v; nodes recovered by UUID: %d", st, recovered)
 	raw := zktest.Connect(t, srv.Addr())
-	if left := children(t, raw, path); len(left) != 0 {
+	if left := locktest.Children(t, raw, path); len(left) != 0 {
 		t.Fatalf("orphan nodes while the clients are still open: %v", left)
 	}
 }

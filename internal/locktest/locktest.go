@@ -1,13 +1,20 @@
 // Package locktest holds helpers shared by the recipes' behaviour tests:
-// clients on a test server and detectors for safety properties.
+// a TestMain (Main), clients on a test server, detectors for safety
+// properties, small waits and look-ups, and an OpenTelemetry SDK set-up
+// with readers for its spans and metrics (Telemetry).
 package locktest
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -95,4 +102,65 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Ctx returns a context that ends after d, cancelled when the test ends.
+func Ctx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Children lists the children of path, sorted, over conn (a raw connection
+// apart from the recipe's); nil if path does not exist.
+func Children(t testing.TB, conn *zk.Conn, path string) []string {
+	t.Helper()
+	names, _, err := conn.Children(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("children %s: %v", path, err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Closed reports whether ch is closed, without waiting.
+func Closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Queued waits (up to 10 s) until participants, a recipe's Participants
+// method, lists n nodes.
+func Queued[P any](t testing.TB, n int, participants func(context.Context) ([]P, error)) {
+	t.Helper()
+	Eventually(t, 10*time.Second, fmt.Sprintf("%d nodes queued", n), func() bool {
+		p, err := participants(context.Background())
+		return err == nil && len(p) == n
+	})
+}
+
+// Settle waits (up to 5 s) until c has sent no request for 50 ms, so that
+// background requests started by an earlier call, such as a new hold
+// arming the watch on its own node, do not count in a measurement that
+// follows.
+func Settle(t testing.TB, c *recipe.Client) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	last := c.Stats().RoundTrips()
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		now := c.Stats().RoundTrips()
+		if now == last {
+			return
+		}
+		last = now
+	}
+	t.Fatal("client never went quiet")
 }
