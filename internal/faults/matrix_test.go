@@ -3,32 +3,20 @@ package faults_test
 import (
 	"context"
 	"flag"
-	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/internal/faults"
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 )
 
 var seedFlag = flag.Uint64("faults.seed", 0, "seed of the fault matrix's random choices (0: from the clock)")
 
-func TestMain(m *testing.M) {
-	code := zktest.Run(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { locktest.Main(m) }
 
 // Session timeouts: short, so that expiry faults take seconds. An
 // ensemble gets a little more, as a leader election takes a second or two.
