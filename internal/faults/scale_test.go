@@ -111,11 +111,11 @@ func runWaiters(t *testing.T, sessions, waiters int) waitersResult {
 		})
 	}
 	// Every waiter is queued and watching once the directory has all the
-	// nodes and each waiter made its two reads (its own node, verified,
-	// and its predecessor, watched).
+	// nodes and each waiter armed the watch on its predecessor (waiters
+	// whose whole queue is known also watch their own node).
 	locktest.Eventually(t, 2*time.Minute, "every waiter queued and watching", func() bool {
 		n, _, err := raw.Children(path)
-		return err == nil && len(n) == waiters+1 && sumStats(clients).Reads-readsBefore >= int64(2*waiters)
+		return err == nil && len(n) == waiters+1 && sumStats(clients).Reads-readsBefore >= int64(waiters)
 	})
 	queued := time.Since(start)
 	time.Sleep(300 * time.Millisecond) // let the last calls' goroutines end
