@@ -3,6 +3,7 @@ package leader_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,11 +36,14 @@ func TestTraces(t *testing.T) {
 	}
 	runCtx, stop := context.WithCancel(caller)
 	ran := make(chan struct{})
+	var once sync.Once
 	done := make(chan error, 1)
 	go func() {
 		done <- e.Run(runCtx, func(ctx context.Context) error {
-			close(ran)
-			return nil // one term, ended by returning
+			// Each term ends by returning; Run then campaigns again, and
+			// may be elected again before the test stops it.
+			once.Do(func() { close(ran) })
+			return nil
 		})
 	}()
 	select {
