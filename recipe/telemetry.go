@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"context"
 	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -87,9 +86,4 @@ func lossReason(err error) string {
 // recipeAttrs returns the metric attribute set of a recipe, built once per Lock.
 func recipeAttrs(recipe string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(AttrRecipe.String(recipe)))
-}
-
-// countWaiter adds d to the waiters gauge.
-func (c *Client) countWaiter(ctx context.Context, l *Lock, d int64) {
-	c.ins.waiters.Add(ctx, d, l.attrs)
 }

@@ -69,7 +69,10 @@ cmd_install() {
 	if [[ ! -f $ZK_JAR ]] || ! dpkg-query -W -f='${Status}' zookeeper 2>/dev/null | grep -q 'install ok installed'; then
 		command -v apt-get >/dev/null 2>&1 || die "$ZK_JAR is missing and apt-get is not available: install Apache ZooKeeper 3.8 and a JRE by hand"
 		log "installing the zookeeper package"
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		# ZK_APT_UPDATED=1: the caller has just run apt-get update.
+		if [[ ${ZK_APT_UPDATED:-} != 1 ]]; then
+			as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		fi
 		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null
 	fi
 	[[ -f $ZK_JAR ]] || die "$ZK_JAR is still missing after installing the zookeeper package"
