@@ -360,27 +360,20 @@ func (c *Client) watchdog() {
 // connection does) and its result is discarded, so op must only write to
 // variables the caller reads after a nil return.
 func (c *Client) call(ctx context.Context, op func() error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+	_, err := c.callTracked(ctx, op)
+	return err
+}
+
+// enter registers a goroutine the client is about to start, so that Close
+// waits for it; it reports false, registering nothing, once Close has begun.
+func (c *Client) enter() bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+		return false
 	}
 	c.wg.Add(1)
-	c.mu.Unlock()
-	done := make(chan error, 1)
-	go func() {
-		defer c.wg.Done()
-		done <- op()
-	}()
-	select {
-	case err := <-done:
-		return c.mapClosed(err)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return true
 }
 
 // mapClosed turns go-zookeeper's errors after Close into ErrClosed.

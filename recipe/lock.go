@@ -780,15 +780,11 @@ func (a *attempt) hold() *Hold {
 		exited:  make(chan struct{}),
 	}
 	h.ctx, h.cancel = context.WithCancel(c.lifetime)
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.enter() {
 		h.end(lostError(ErrClosed))
 		close(h.exited)
 		return h
 	}
-	c.wg.Add(1)
-	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
 		h.monitor(a.ownW)

@@ -45,17 +45,8 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 }
 
 func (c *Client) getW(ctx context.Context, path string) (*zk.Stat, <-chan zk.Event, error) {
-	var st *zk.Stat
-	var ch <-chan zk.Event
-	c.stats.reads.Add(1)
-	err := c.call(ctx, func() (err error) {
-		_, st, ch, err = c.conn.GetW(path)
-		return err
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, ch, nil
+	_, st, ch, err := c.GetW(ctx, path)
+	return st, ch, err
 }
 
 func (c *Client) delete(ctx context.Context, path string) error {
@@ -115,13 +106,9 @@ func (c *Client) callTracked(ctx context.Context, op func() error) (<-chan struc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.enter() {
 		return nil, ErrClosed
 	}
-	c.wg.Add(1)
-	c.mu.Unlock()
 	finished := make(chan struct{})
 	var opErr error
 	go func() {
@@ -184,14 +171,10 @@ type cleanupJob struct {
 // returned channel is closed when the job is finished.
 func (c *Client) cleanup(j cleanupJob) <-chan struct{} {
 	done := make(chan struct{})
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.enter() {
 		close(done)
 		return done
 	}
-	c.wg.Add(1)
-	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
 		defer close(done)
