@@ -3,6 +3,7 @@ package driver
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -185,5 +186,36 @@ func TestFilter(t *testing.T) {
 				t.Fatalf("Filter modified its input: %q, was %q", in, tt.in)
 			}
 		})
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	tests := []struct {
+		name, lockName, kind string
+		ok                   bool
+	}{
+		{"_c_2b7a6e4e-6d7b-4a5e-9c1e-0a4b5c6d7e8f-lock-0000000007", "lock-", "mutex", true},
+		{"lock-0000000001", "lock-", "mutex", true},
+		{"_c_2b7a6e4e-6d7b-4a5e-9c1e-0a4b5c6d7e8f-__READ__0000000002", "__READ__", "read", true},
+		{"_c_2b7a6e4e-6d7b-4a5e-9c1e-0a4b5c6d7e8f-__WRIT__0000000003", "__WRIT__", "write", true},
+		{"x-read-0000000004", "read-", "read", true},
+		{"write-0000000005", "write-", "write", true},
+		{"_c_x-lease-0000000006", "lease-", "lease", true},
+		{"_c_x-latch-0000000008", "latch-", "latch", true},
+		{"lock-", "", "", false},          // no sequence
+		{"lock-12a", "", "", false},       // not digits at the end
+		{"job-0000000001", "", "", false}, // unknown lock name
+		{"lock-write-x0000000001", "", "", false},
+		{"", "", "", false},
+		{"lock-" + strings.Repeat("1", 20), "", "", false}, // too many digits
+	}
+	for _, tt := range tests {
+		ln, kind, ok := KindOf(tt.name)
+		if ln != tt.lockName || kind != tt.kind || ok != tt.ok {
+			t.Errorf("KindOf(%q) = %q, %q, %v; want %q, %q, %v", tt.name, ln, kind, ok, tt.lockName, tt.kind, tt.ok)
+		}
+	}
+	if got := LockNames(); len(got) != 7 || got[0] != "lock-" {
+		t.Errorf("LockNames() = %v", got)
 	}
 }

@@ -8,7 +8,7 @@
 // with a context that is cancelled the moment leadership is lost, and
 // campaigns again afterwards:
 //
-//	e, err := leader.New(client, "/services/billing/leader", leader.WithID("billing-7"))
+//	e, err := leader.New(client, "/services/billing/leader", leader.WithData([]byte("billing-7")))
 //	if err != nil { ... }
 //	err = e.Run(ctx, func(ctx context.Context) error {
 //		// Leading until ctx is cancelled. Pass e.Token() to every system

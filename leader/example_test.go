@@ -30,7 +30,7 @@ func Example() {
 	}
 	defer client.Close()
 
-	e, err := leader.New(client, "/examples/leader/campaign", leader.WithID("worker-1"))
+	e, err := leader.New(client, "/examples/leader/campaign", leader.WithData([]byte("worker-1")))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("leader:", info.ID)
+	fmt.Println("leader:", string(info.Data))
 
 	// Work while leading, stopping if leadership is lost; pass e.Token()
 	// to the systems written to.
@@ -73,7 +73,7 @@ func ExampleElection_Run() {
 		log.Fatal(err)
 	}
 	defer client.Close()
-	e, err := leader.New(client, "/examples/leader/run", leader.WithID("worker-1"))
+	e, err := leader.New(client, "/examples/leader/run", leader.WithData([]byte("worker-1")))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -111,18 +111,21 @@ func ExampleElection_Observe() {
 	defer a.Close()
 	defer b.Close()
 	defer o.Close()
-	alpha, _ := leader.New(a, path, leader.WithID("alpha"))
-	beta, _ := leader.New(b, path, leader.WithID("beta"))
+	alpha, _ := leader.New(a, path, leader.WithData([]byte("alpha")))
+	beta, _ := leader.New(b, path, leader.WithData([]byte("beta")))
 	watcher, _ := leader.New(o, path) // takes no part
 
 	octx, stop := context.WithCancel(ctx)
 	defer stop()
-	changes := watcher.Observe(octx)
+	changes, err := watcher.Observe(octx)
+	if err != nil {
+		panic(err)
+	}
 
 	if err := alpha.Campaign(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("leader:", (<-changes).ID)
+	fmt.Println("leader:", string((<-changes).Data))
 
 	elected := make(chan error)
 	go func() { elected <- beta.Campaign(ctx) }()
@@ -135,7 +138,7 @@ func ExampleElection_Observe() {
 	if err := <-elected; err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("leader:", (<-changes).ID)
+	fmt.Println("leader:", string((<-changes).Data))
 	_ = beta.Resign(ctx)
 	// Output:
 	// leader: alpha

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -82,7 +83,7 @@ func (cl *cluster) runSlot(ctx context.Context, slot int) {
 			return
 		}
 		id := fmt.Sprintf("p%d.%d", slot, gen)
-		e, err := leader.New(c, cl.path, leader.WithID(id))
+		e, err := leader.New(c, cl.path, leader.WithData([]byte(id)))
 		if err != nil {
 			cl.t.Errorf("slot %d: %v", slot, err)
 			c.Close()
@@ -217,8 +218,12 @@ func checkOneLeader(t *testing.T, terms []term) {
 }
 
 // observe collects what an observer delivers until its channel closes.
-func observe(ch <-chan leader.Info) (seen func() []leader.Info, done <-chan struct{}) {
-	var log locktest.Log[leader.Info]
+// It takes Observe's results as they are; Observe fails only on a nil ctx.
+func observe(ch <-chan leader.Participant, err error) (seen func() []leader.Participant, done <-chan struct{}) {
+	if err != nil {
+		panic(err)
+	}
+	var log locktest.Log[leader.Participant]
 	d := make(chan struct{})
 	go func() {
 		defer close(d)
@@ -336,8 +341,8 @@ func TestForcedChanges(t *testing.T) {
 		t.Errorf("the observer saw %d leaders, the participants %d", len(got), len(leaders))
 	}
 	for i := range min(len(got), len(leaders)) {
-		if got[i].Token != leaders[i].token || got[i].ID != leaders[i].id {
-			t.Errorf("leader %d: observed %s %#x, participants say %s %#x", i, got[i].ID, got[i].Token, leaders[i].id, leaders[i].token)
+		if got[i].Token != leaders[i].token || string(got[i].Data) != leaders[i].id {
+			t.Errorf("leader %d: observed %s %#x, participants say %s %#x", i, string(got[i].Data), got[i].Token, leaders[i].id, leaders[i].token)
 			break
 		}
 	}
@@ -449,7 +454,7 @@ func TestEnsembleLeaderKilled(t *testing.T) {
 		cl.settle(t, watcher, participants)
 		// Every client is disconnected when the ensemble loses its leader
 		// (the followers drop their clients until a new leader is elected).
-		events, unsubscribe := cl.client(cur.slot).Subscribe()
+		events, unsubscribe := engine.Of(cl.client(cur.slot)).Subscribe()
 		var states locktest.Log[zk.State]
 		drained := make(chan struct{})
 		go func() {
@@ -534,7 +539,7 @@ func TestEnsembleLeaderKilled(t *testing.T) {
 	got := seen()
 	for i := 1; i < len(got); i++ {
 		if got[i].Token <= got[i-1].Token {
-			t.Errorf("observer delivered %s %#x after %s %#x: tokens must strictly increase", got[i].ID, got[i].Token, got[i-1].ID, got[i-1].Token)
+			t.Errorf("observer delivered %s %#x after %s %#x: tokens must strictly increase", string(got[i].Data), got[i].Token, string(got[i-1].Data), got[i-1].Token)
 		}
 	}
 	t.Logf("%d terms; the observer saw %d leaders", len(terms), len(got))

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -16,13 +17,21 @@ import (
 // LeaderLatch gives its nodes.
 const LockName = "latch-"
 
+// The election's sentinel errors. ErrNotElected, ErrLeaderElsewhere,
+// ErrNotLeader and ErrLost also match the engine's sentinel of the same
+// meaning (recipe.ErrNotAcquired, recipe.ErrWouldBlock, recipe.ErrNotHeld,
+// recipe.ErrLost) with errors.Is, as in every recipe.
 var (
-	// ErrNotElected is wrapped by every error of a failed Campaign, together
-	// with the cause (for a timeout, context.DeadlineExceeded).
-	ErrNotElected = errors.New("leader: not elected")
+	// ErrNotElected is wrapped by every error of a failed Campaign or
+	// TryCampaign, together with the cause (for a timeout,
+	// context.DeadlineExceeded).
+	ErrNotElected = engine.Sentinel("leader: not elected", recipe.ErrNotAcquired)
+	// ErrLeaderElsewhere is returned by TryCampaign when another
+	// participant leads or is in line first.
+	ErrLeaderElsewhere = engine.Sentinel("leader: another participant leads", recipe.ErrWouldBlock)
 	// ErrNotLeader is returned by Resign, with no I/O, and by Err when the
 	// handle has no term: it never campaigned, or it resigned.
-	ErrNotLeader = errors.New("leader: not the leader")
+	ErrNotLeader = engine.Sentinel("leader: not the leader", recipe.ErrNotHeld)
 	// ErrNoLeader is wrapped by the error of Leader when nobody campaigns
 	// on the path.
 	ErrNoLeader = errors.New("leader: no leader")
@@ -41,17 +50,18 @@ var (
 type Option func(*options)
 
 type options struct {
-	id     string
+	data   []byte
 	log    *slog.Logger
 	logSet bool
 }
 
-// WithID sets the participant's id, stored as the data of its node and
-// reported to every observer by [Election.Leader], [Election.Participants]
-// and [Election.Observe]. It must not be empty. Default:
-// [recipe.DefaultNodeData], the host name and pid ("host:1234").
-func WithID(id string) Option {
-	return func(o *options) { o.id = id }
+// WithData sets the participant's identity, stored as the data of its node
+// and reported to every observer by [Election.Leader],
+// [Election.Participants] and [Election.Observe] (Participant.Data). It
+// must not be empty. Default: the host name and pid ("host:1234"), as for
+// every recipe.
+func WithData(data []byte) Option {
+	return func(o *options) { o.data = append([]byte(nil), data...) }
 }
 
 // WithLogger sets the logger to which [Election.Run] reports terms (at
@@ -62,19 +72,10 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.log, o.logSet = l, true }
 }
 
-// Info describes one participant of an election; the first in queue order
-// is the leader.
-type Info struct {
-	// ID is the participant's id (see [WithID]): the data of its node.
-	ID string
-	// Node is the name of the participant's node, a child of the path.
-	Node string
-	// Token is the node's czxid: the fencing token of the participant's
-	// term while it leads. Tokens strictly increase from term to term.
-	Token int64
-	// Session is the id of the ZooKeeper session that owns the node.
-	Session int64
-}
+// Participant is one participant of an election; the first in queue order
+// (marked Holder) is the leader. Its Data is the identity set with
+// [WithData], and its Token the fencing token of its term while it leads.
+type Participant = recipe.Participant
 
 // Election is one participant's handle on a leader election at a path,
 // which can also watch the election without taking part ([Election.Leader],
@@ -87,7 +88,7 @@ type Info struct {
 type Election struct {
 	lk  *recipe.Lock
 	c   *recipe.Client
-	id  string
+	id  string // the node data, as a string
 	log *slog.Logger
 
 	sem     chan struct{} // serialises campaigns on this handle
@@ -104,9 +105,9 @@ type Election struct {
 // id or a nil option give an error wrapping recipe.ErrInvalidArgument, a
 // bad path one wrapping recipe.ErrInvalidPath.
 func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
-	o := options{id: string(recipe.DefaultNodeData()), log: slog.New(slog.DiscardHandler)}
+	o := options{data: engine.DefaultNodeData(), log: slog.New(slog.DiscardHandler)}
 	if c != nil {
-		o.log = c.Logger()
+		o.log = engine.Of(c).Logger()
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -114,26 +115,25 @@ func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
 		}
 		opt(&o)
 	}
-	if o.id == "" {
-		return nil, fmt.Errorf("leader: %w: empty id", recipe.ErrInvalidArgument)
+	if len(o.data) == 0 {
+		return nil, fmt.Errorf("leader: %w: empty data (identity)", recipe.ErrInvalidArgument)
 	}
 	if o.log == nil {
 		return nil, fmt.Errorf("leader: %w: nil logger", recipe.ErrInvalidArgument)
 	}
 	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
 		Recipe:   "leader",
-		SpanName: "leader.campaign",
 		LockName: LockName,
 		Driver:   driver.Mutex(),
-	}, []byte(o.id))
+	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
 	return &Election{
 		lk:  lk,
 		c:   c,
-		id:  o.id,
-		log: o.log.With("election", path, "id", o.id),
+		id:  string(o.data),
+		log: o.log.With("election", path, "id", string(o.data)),
 		sem: make(chan struct{}, 1),
 	}, nil
 }
@@ -141,7 +141,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
 // Path returns the election's path.
 func (e *Election) Path() string { return e.lk.Path() }
 
-// ID returns this participant's id.
+// ID returns this participant's identity (see [WithData]) as a string.
 func (e *Election) ID() string { return e.id }
 
 // Campaign joins the election and waits until this participant leads or
@@ -160,12 +160,22 @@ func (e *Election) ID() string { return e.id }
 // deletion goes on in the background while the connection is down), and
 // the error wraps [ErrNotElected] and the cause, such as ctx.Err().
 func (e *Election) Campaign(ctx context.Context) error {
-	_, err := e.campaign(ctx)
+	_, err := e.campaign(ctx, true)
 	return err
 }
 
-// campaign is Campaign returning the term's hold.
-func (e *Election) campaign(ctx context.Context) (*recipe.Hold, error) {
+// TryCampaign is [Election.Campaign] without the wait: it joins the
+// election and leads at once if nobody else leads or is in line first;
+// otherwise it leaves again (its node is deleted) and returns an error
+// wrapping [ErrLeaderElsewhere].
+func (e *Election) TryCampaign(ctx context.Context) error {
+	_, err := e.campaign(ctx, false)
+	return err
+}
+
+// campaign is Campaign (or, with wait false, TryCampaign) returning the
+// term's hold.
+func (e *Election) campaign(ctx context.Context, wait bool) (*recipe.Hold, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %w: nil context", ErrNotElected, recipe.ErrInvalidArgument)
 	}
@@ -189,9 +199,16 @@ func (e *Election) campaign(ctx context.Context) (*recipe.Hold, error) {
 	} else {
 		e.mu.Unlock()
 	}
-	h, err := e.lk.Acquire(ctx, true)
+	acquire := e.lk.Acquire
+	if !wait {
+		acquire = e.lk.TryAcquire
+	}
+	h, err := acquire(ctx)
+	if errors.Is(err, recipe.ErrWouldBlock) {
+		return nil, fmt.Errorf("%w: %s", ErrLeaderElsewhere, e.Path())
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotElected, e.Path(), err)
+		return nil, engine.Relabel(err, ErrNotElected)
 	}
 	e.mu.Lock()
 	e.hold = h
@@ -316,13 +333,13 @@ func (e *Election) Node() string {
 // it names may not have learned yet that it leads, or may have been told
 // it lost leadership while its node waits for the server to expire its
 // session.
-func (e *Election) Leader(ctx context.Context) (Info, error) {
+func (e *Election) Leader(ctx context.Context) (Participant, error) {
 	ps, err := e.Participants(ctx)
 	if err != nil {
-		return Info{}, err
+		return Participant{}, err
 	}
 	if len(ps) == 0 {
-		return Info{}, fmt.Errorf("%w at %s", ErrNoLeader, e.Path())
+		return Participant{}, fmt.Errorf("%w at %s", ErrNoLeader, e.Path())
 	}
 	return ps[0], nil
 }
@@ -330,14 +347,10 @@ func (e *Election) Leader(ctx context.Context) (Info, error) {
 // Participants returns every participant in line, the leader first, then
 // the others in the order in which they will lead. It works on any handle,
 // whether it campaigns or not.
-func (e *Election) Participants(ctx context.Context) ([]Info, error) {
+func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 	ps, err := e.lk.Participants(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("leader: participants of %s: %w", e.Path(), err)
 	}
-	out := make([]Info, len(ps))
-	for i, p := range ps {
-		out[i] = Info{ID: string(p.Data), Node: p.Node, Token: p.Token, Session: p.Session}
-	}
-	return out, nil
+	return ps, nil
 }

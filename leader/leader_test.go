@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -34,8 +35,8 @@ func TestCampaignResign(t *testing.T) {
 	c1 := locktest.Client(t, []string{srv.Addr()})
 	c2 := locktest.Client(t, []string{srv.Addr()})
 	co := locktest.Client(t, []string{srv.Addr()})
-	alpha := newElection(t, c1, path, leader.WithID("alpha"))
-	beta := newElection(t, c2, path, leader.WithID("beta"))
+	alpha := newElection(t, c1, path, leader.WithData([]byte("alpha")))
+	beta := newElection(t, c2, path, leader.WithData([]byte("beta")))
 	watcher := newElection(t, co, path) // never campaigns
 
 	if _, err := watcher.Leader(ctx); !errors.Is(err, leader.ErrNoLeader) {
@@ -55,18 +56,18 @@ func TestCampaignResign(t *testing.T) {
 		t.Fatalf("after Campaign: IsLeader=%v Err=%v Token=%d", alpha.IsLeader(), alpha.Err(), alpha.Token())
 	}
 	locktest.Settle(t, c1)
-	before := c1.Stats()
+	before := engine.Of(c1).Stats()
 	if err := alpha.Campaign(ctx); err != nil {
 		t.Fatalf("Campaign while leading = %v, want nil", err)
 	}
-	if n := c1.Stats().Sub(before).RoundTrips(); n != 0 {
+	if n := engine.Of(c1).Stats().Sub(before).RoundTrips(); n != 0 {
 		t.Fatalf("Campaign while leading made %d round trips, want 0", n)
 	}
 	got, err := watcher.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != "alpha" || got.Node != alpha.Node() || got.Token != alpha.Token() || got.Session != c1.SessionID() {
+	if string(got.Data) != "alpha" || got.Node != alpha.Node() || got.Token != alpha.Token() || got.Session != c1.SessionID() {
 		t.Fatalf("Leader = %+v, want alpha's node %s token %d session 0x%x", got, alpha.Node(), alpha.Token(), c1.SessionID())
 	}
 
@@ -80,15 +81,15 @@ func TestCampaignResign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p[0].ID != "alpha" || p[1].ID != "beta" {
+	if string(p[0].Data) != "alpha" || string(p[1].Data) != "beta" {
 		t.Fatalf("Participants = %+v, want alpha then beta", p)
 	}
 	locktest.Settle(t, c2)
-	before = c2.Stats()
+	before = engine.Of(c2).Stats()
 	if err := beta.Resign(ctx); !errors.Is(err, leader.ErrNotLeader) {
 		t.Fatalf("Resign while campaigning = %v, want ErrNotLeader", err)
 	}
-	if n := c2.Stats().Sub(before).RoundTrips(); n != 0 {
+	if n := engine.Of(c2).Stats().Sub(before).RoundTrips(); n != 0 {
 		t.Fatalf("Resign without a term made %d round trips, want 0", n)
 	}
 	if beta.IsLeader() {
@@ -112,7 +113,7 @@ func TestCampaignResign(t *testing.T) {
 	if err := alpha.Resign(ctx); !errors.Is(err, leader.ErrNotLeader) {
 		t.Fatalf("second Resign = %v, want ErrNotLeader", err)
 	}
-	if got, err := watcher.Leader(ctx); err != nil || got.ID != "beta" {
+	if got, err := watcher.Leader(ctx); err != nil || string(got.Data) != "beta" {
 		t.Fatalf("Leader = %+v, %v, want beta", got, err)
 	}
 	if err := beta.Resign(ctx); err != nil {
@@ -225,7 +226,7 @@ func TestRunTerms(t *testing.T) {
 	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	c := locktest.Client(t, []string{srv.Addr()})
-	e := newElection(t, c, path, leader.WithID("runner"), leader.WithLogger(logger))
+	e := newElection(t, c, path, leader.WithData([]byte("runner")), leader.WithLogger(logger))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -375,13 +376,16 @@ func TestObserve(t *testing.T) {
 	ctx := locktest.Ctx(t, 30*time.Second)
 	wc := locktest.Client(t, []string{srv.Addr()})
 	watcher := newElection(t, wc, path)
-	alpha := newElection(t, locktest.Client(t, []string{srv.Addr()}), path, leader.WithID("alpha"))
-	beta := newElection(t, locktest.Client(t, []string{srv.Addr()}), path, leader.WithID("beta"))
+	alpha := newElection(t, locktest.Client(t, []string{srv.Addr()}), path, leader.WithData([]byte("alpha")))
+	beta := newElection(t, locktest.Client(t, []string{srv.Addr()}), path, leader.WithData([]byte("beta")))
 
 	octx, stop := context.WithCancel(ctx)
 	defer stop()
-	ch := watcher.Observe(octx)
-	next := func(what string) leader.Info {
+	ch, err := watcher.Observe(octx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func(what string) leader.Participant {
 		t.Helper()
 		select {
 		case info, ok := <-ch:
@@ -392,7 +396,7 @@ func TestObserve(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("observer did not deliver %s", what)
 		}
-		return leader.Info{}
+		return leader.Participant{}
 	}
 	quiet := func(what string) {
 		t.Helper()
@@ -407,7 +411,7 @@ func TestObserve(t *testing.T) {
 	if err := alpha.Campaign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := next("alpha"); got.ID != "alpha" || got.Token != alpha.Token() || got.Node != alpha.Node() {
+	if got := next("alpha"); string(got.Data) != "alpha" || got.Token != alpha.Token() || got.Node != alpha.Node() {
 		t.Fatalf("delivered %+v, want alpha with token %d", got, alpha.Token())
 	}
 	elected := make(chan error, 1)
@@ -423,7 +427,7 @@ func TestObserve(t *testing.T) {
 	if err := <-elected; err != nil {
 		t.Fatal(err)
 	}
-	if got := next("beta"); got.ID != "beta" || got.Token != beta.Token() {
+	if got := next("beta"); string(got.Data) != "beta" || got.Token != beta.Token() {
 		t.Fatalf("delivered %+v, want beta with token %d", got, beta.Token())
 	}
 	betaToken := beta.Token()
@@ -441,7 +445,7 @@ func TestObserve(t *testing.T) {
 	if err := alpha.Campaign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := next("alpha's second term"); got.ID != "alpha" || got.Token != alpha.Token() || got.Token <= betaToken {
+	if got := next("alpha's second term"); string(got.Data) != "alpha" || got.Token != alpha.Token() || got.Token <= betaToken {
 		t.Fatalf("delivered %+v, want alpha with token %d (above %d)", got, alpha.Token(), betaToken)
 	}
 	if err := alpha.Resign(ctx); err != nil {
@@ -462,7 +466,10 @@ func TestObserve(t *testing.T) {
 	}
 
 	// Closing the client ends an observation too.
-	ch2 := watcher.Observe(context.Background())
+	ch2, err := watcher.Observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	wc.Close()
 	select {
 	case _, ok := <-ch2:
@@ -478,7 +485,7 @@ func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	locktest.Settle(t, c)
-	before := c.Stats()
+	before := engine.Of(c).Stats()
 	for _, p := range []string{"", "services/a", "/services/a/", "/services//a", "/services/./a", "/services/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := leader.New(c, p); !errors.Is(err, recipe.ErrInvalidPath) {
 			t.Errorf("New(%q) = %v, want ErrInvalidPath", p, err)
@@ -486,9 +493,9 @@ func TestBadInput(t *testing.T) {
 	}
 	for name, opts := range map[string][]leader.Option{
 		"nil option":  {nil},
-		"empty id":    {leader.WithID("")},
+		"empty id":    {leader.WithData([]byte(""))},
 		"nil logger":  {leader.WithLogger(nil)},
-		"later empty": {leader.WithID("a"), leader.WithID("")},
+		"later empty": {leader.WithData([]byte("a")), leader.WithData([]byte(""))},
 	} {
 		if _, err := leader.New(c, "/services/a", opts...); !errors.Is(err, recipe.ErrInvalidArgument) {
 			t.Errorf("New with %s = %v, want ErrInvalidArgument", name, err)
@@ -520,16 +527,11 @@ func TestBadInput(t *testing.T) {
 	if _, err := e.Leader(nil); !errors.Is(err, recipe.ErrInvalidArgument) { //nolint:staticcheck
 		t.Errorf("Leader(nil) = %v", err)
 	}
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("Observe(nil) did not panic")
-			}
-		}()
-		//lint:ignore SA1012 a nil context is the bad input under test
-		e.Observe(nil) //nolint:staticcheck
-	}()
-	if got := c.Stats().Sub(before).RoundTrips(); got != 0 {
+	//lint:ignore SA1012 a nil context is the bad input under test
+	if ch, err := e.Observe(nil); ch != nil || !errors.Is(err, recipe.ErrInvalidArgument) { //nolint:staticcheck
+		t.Errorf("Observe(nil) = %v, %v", ch, err)
+	}
+	if got := engine.Of(c).Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("bad input caused %d round trips, want 0", got)
 	}
 }

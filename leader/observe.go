@@ -3,18 +3,14 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/driver"
-)
-
-// Delays between the observer's attempts while ZooKeeper cannot be
-// reached: the first, and the cap of the doubling.
-const (
-	minObserveDelay = 20 * time.Millisecond
-	maxObserveDelay = time.Second
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
 // lookAgain is a closed channel: a wait on it ends at once.
@@ -36,7 +32,8 @@ var lookAgain = func() chan zk.Event { c := make(chan zk.Event); close(c); retur
 // a data watch and delivers it if it is new; when that node is deleted (or
 // the watch is lost), it looks again. While nobody campaigns it watches the
 // path's children instead, and while the path does not exist, the path.
-// Connection loss is retried until ctx ends.
+// Connection loss is retried until ctx ends, paced by the client's retry
+// policy (see recipe.WithRetryPolicy).
 //
 // The limit: Observe sees the leader at the moments it looks. If
 // leadership changes twice within one watch round trip (the notification
@@ -49,12 +46,13 @@ var lookAgain = func() chan zk.Event { c := make(chan zk.Event); close(c); retur
 // for a participant whose process died or was cut off is when its session
 // expires.
 //
-// Observe panics if ctx is nil.
-func (e *Election) Observe(ctx context.Context) <-chan Info {
+// A nil ctx gives an error wrapping recipe.ErrInvalidArgument, and no
+// channel.
+func (e *Election) Observe(ctx context.Context) (<-chan Participant, error) {
 	if ctx == nil {
-		panic("leader: Observe with a nil context")
+		return nil, fmt.Errorf("leader: observe: %w: nil context", recipe.ErrInvalidArgument)
 	}
-	out := make(chan Info)
+	out := make(chan Participant)
 	octx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(out)
@@ -62,30 +60,29 @@ func (e *Election) Observe(ctx context.Context) <-chan Info {
 		go func() {
 			// Closing the client ends the observation.
 			select {
-			case <-e.c.Done():
+			case <-engine.Of(e.c).Done():
 				cancel()
 			case <-octx.Done():
 			}
 		}()
 		e.observe(octx, out)
 	}()
-	return out
+	return out, nil
 }
 
 // observe is Observe's loop.
-func (e *Election) observe(ctx context.Context, out chan<- Info) {
+func (e *Election) observe(ctx context.Context, out chan<- Participant) {
 	var last int64 // token of the last delivery
-	delay := minObserveDelay
+	pace := engine.Of(e.c).Backoff()
 	for ctx.Err() == nil {
 		info, wake, err := e.head(ctx)
 		if err != nil {
-			if !sleep(ctx, delay) {
+			if !pace.Pause(ctx) {
 				return
 			}
-			delay = min(2*delay, maxObserveDelay)
 			continue
 		}
-		delay = minObserveDelay
+		pace.Reset()
 		if info.Node != "" && info.Token > last {
 			select {
 			case out <- info:
@@ -103,48 +100,51 @@ func (e *Election) observe(ctx context.Context, out chan<- Info) {
 }
 
 // head reads the first participant's node with a data watch, and returns
-// it and the watch. With nobody in line it returns a zero Info and a watch
-// that fires when that may have changed.
-func (e *Election) head(ctx context.Context) (Info, <-chan zk.Event, error) {
+// it and the watch. With nobody in line it returns a zero Participant and
+// a watch that fires when that may have changed.
+func (e *Election) head(ctx context.Context) (Participant, <-chan zk.Event, error) {
 	dir := e.Path()
-	names, err := e.c.Children(ctx, dir)
+	zc := engine.Of(e.c)
+	names, err := zc.Children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		// No directory (yet, or reaped when the last participant left):
 		// wait for it to appear.
-		ok, _, ch, err := e.c.ExistsW(ctx, dir)
+		ok, _, ch, err := zc.ExistsW(ctx, dir)
 		switch {
 		case err != nil:
-			return Info{}, nil, err
+			return Participant{}, nil, err
 		case ok:
-			return Info{}, lookAgain, nil
+			return Participant{}, lookAgain, nil
 		}
-		return Info{}, ch, nil
+		return Participant{}, ch, nil
 	}
 	if err != nil {
-		return Info{}, nil, err
+		return Participant{}, nil, err
 	}
 	sorted := driver.Sort(driver.Filter(names, LockName), LockName)
 	if len(sorted) == 0 {
 		// Nobody in line: list again with a watch that fires when someone
 		// joins (or the directory goes).
-		names, ch, err := e.c.ChildrenW(ctx, dir)
+		names, ch, err := zc.ChildrenW(ctx, dir)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
-			return Info{}, lookAgain, nil
+			return Participant{}, lookAgain, nil
 		case err != nil:
-			return Info{}, nil, err
+			return Participant{}, nil, err
 		}
 		if sorted = driver.Sort(driver.Filter(names, LockName), LockName); len(sorted) == 0 {
-			return Info{}, ch, nil
+			return Participant{}, ch, nil
 		}
 	}
 	first := sorted[0]
-	data, st, ch, err := e.c.GetW(ctx, dir+"/"+first)
+	data, st, ch, err := zc.GetW(ctx, dir+"/"+first)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return Info{}, lookAgain, nil // it left meanwhile
+		return Participant{}, lookAgain, nil // it left meanwhile
 	case err != nil:
-		return Info{}, nil, err
+		return Participant{}, nil, err
 	}
-	return Info{ID: string(data), Node: first, Token: st.Czxid, Session: st.EphemeralOwner}, ch, nil
+	seq, _ := driver.Sequence(first, LockName)
+	return Participant{Node: first, LockName: LockName, Sequence: seq, Data: data,
+		Session: st.EphemeralOwner, Token: st.Czxid, Created: time.UnixMilli(st.Ctime), Holder: true}, ch, nil
 }

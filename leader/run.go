@@ -9,14 +9,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
-)
-
-// Delays between campaigns in Run after a failure: the first, and the
-// cap of the doubling.
-const (
-	minRetryDelay = 100 * time.Millisecond
-	maxRetryDelay = 10 * time.Second
+	"github.com/zkrecipes/zkrecipes/telemetry"
 )
 
 // errTermOver is the cause of the cancellation of a term's context when
@@ -37,12 +32,13 @@ var errTermOver = errors.New("leader: term function returned")
 // fn is never called for a participant that is not elected.
 //
 // An error returned by fn is not fatal: Run logs it (see [WithLogger]) and
-// campaigns again after a delay, 100ms after the first error and doubling
-// with each consecutive one up to 10s, so that a leader that keeps failing
-// does not make the leadership change hands in a tight loop. A term whose
-// fn returns nil, or whose leadership was lost, resets the delay. Failed
-// campaigns (other than for the reasons below) are logged and retried with
-// the same delays.
+// campaigns again after a pause that grows with each consecutive failure,
+// on the schedule of the client's retry policy (see recipe.WithRetryPolicy;
+// at least 100ms, and where the policy would give up its last pace goes
+// on), so that a leader that keeps failing does not make the leadership
+// change hands in a tight loop. A term whose fn returns nil, or whose
+// leadership was lost, starts the schedule afresh. Failed campaigns (other
+// than for the reasons below) are logged and retried on the same schedule.
 //
 // Run returns ctx.Err() when ctx ends, or, without campaigning again, an
 // error when campaigning cannot succeed: the client was closed (wrapping
@@ -65,12 +61,12 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 		return fmt.Errorf("leader: run: %w: Run is already in progress on this handle", recipe.ErrInvalidArgument)
 	}
 	defer e.running.Store(false)
-	failures := 0
+	pace := engine.Of(e.c).Backoff()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		h, err := e.campaign(ctx)
+		h, err := e.campaign(ctx, true)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -78,25 +74,20 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 			if errors.Is(err, recipe.ErrClosed) || errors.Is(err, recipe.ErrPermission) {
 				return fmt.Errorf("leader: run: %w", err)
 			}
-			failures++
-			d := retryDelay(failures)
-			e.log.Warn("campaign failed; trying again", "err", err, "retry_in", d)
-			if !sleep(ctx, d) {
+			e.log.Warn("campaign failed; trying again", "err", err)
+			if !pace.Pause(ctx) {
 				return ctx.Err()
 			}
 			continue
 		}
 		lost, fnErr := e.term(ctx, h, fn)
-		switch {
-		case fnErr != nil && !lost && ctx.Err() == nil:
-			failures++
-			d := retryDelay(failures)
-			e.log.Warn("leader function failed; campaigning again", "err", fnErr, "token", h.Token(), "retry_in", d)
-			if !sleep(ctx, d) {
-				return ctx.Err()
-			}
-		default:
-			failures = 0
+		if fnErr == nil || lost || ctx.Err() != nil {
+			pace.Reset()
+			continue
+		}
+		e.log.Warn("leader function failed; campaigning again", "err", fnErr, "token", h.Token())
+		if !pace.Pause(ctx) {
+			return ctx.Err()
 		}
 	}
 }
@@ -118,7 +109,7 @@ func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Con
 		defer close(watched)
 		select {
 		case <-h.Done():
-			if err := h.Err(); err != nil && !errors.Is(err, recipe.ErrReleased) {
+			if err := h.Err(); err != nil && !errors.Is(err, recipe.ErrNotHeld) {
 				cancel(fmt.Errorf("leader %s: %w", e.Path(), err))
 			} else {
 				cancel(ErrResigned)
@@ -128,9 +119,9 @@ func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Con
 	}()
 	start := time.Now()
 	e.log.Info("leading", "node", h.Node(), "token", h.Token())
-	fctx, span := e.c.Tracer().Start(tctx, "leader.term", trace.WithAttributes(
-		recipe.AttrRecipe.String("leader"), recipe.AttrPath.String(e.Path()),
-		recipe.AttrNode.String(h.Node()), recipe.AttrToken.Int64(h.Token()),
+	fctx, span := engine.Of(e.c).Tracer().Start(tctx, "leader.term", trace.WithAttributes(
+		telemetry.AttrRecipe.String("leader"), telemetry.AttrPath.String(e.Path()),
+		telemetry.AttrNode.String(h.Node()), telemetry.AttrToken.Int64(h.Token()),
 		attribute.String("zkrecipes.leader.id", e.ID())))
 	err = fn(fctx)
 	span.SetAttributes(attribute.String("zkrecipes.leader.term_end", termEnd(context.Cause(tctx))))
@@ -163,27 +154,5 @@ func termEnd(cause error) string {
 		return "returned"
 	default:
 		return "cancelled"
-	}
-}
-
-// retryDelay returns the delay before the next campaign after n
-// consecutive failures (n >= 1).
-func retryDelay(n int) time.Duration {
-	d := minRetryDelay
-	for i := 1; i < n && d < maxRetryDelay; i++ {
-		d *= 2
-	}
-	return min(d, maxRetryDelay)
-}
-
-// sleep waits for d or until ctx ends, and reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
-	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/telemetry"
 )
 
-// A campaign is a leader.campaign span (timeouts included), each term of Run
+// A campaign is a leader.acquire span (timeouts included), each term of Run
 // a leader.term span under the caller's span, ended with the reason.
 func TestTraces(t *testing.T) {
 	srv := zktest.Shared(t)
@@ -60,7 +60,7 @@ func TestTraces(t *testing.T) {
 	}
 	parent.End()
 
-	campaigns, terms := tel.Spans("leader.campaign"), tel.Spans("leader.term")
+	campaigns, terms := tel.Spans("leader.acquire"), tel.Spans("leader.term")
 	var timeouts int
 	for _, s := range campaigns {
 		if locktest.Outcome(s) == "timeout" {
@@ -77,7 +77,7 @@ func TestTraces(t *testing.T) {
 		if v, _ := locktest.SpanAttr(s, "zkrecipes.leader.term_end"); i == 0 && v.AsString() != "returned" {
 			t.Errorf("first term ended %q, want returned", v.AsString())
 		}
-		if v, _ := locktest.SpanAttr(s, recipe.AttrToken); v.AsInt64() <= 0 {
+		if v, _ := locktest.SpanAttr(s, telemetry.AttrToken); v.AsInt64() <= 0 {
 			t.Error("term span without a token")
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -60,7 +61,7 @@ func cycleErr(ctx context.Context, m *mutex.Mutex) error {
 
 // reportRoundTrips reports the requests the clients sent between before
 // and now, per operation.
-func reportRoundTrips(b *testing.B, n int, before recipe.Stats, now recipe.Stats) {
+func reportRoundTrips(b *testing.B, n int, before engine.Stats, now engine.Stats) {
 	d := now.Sub(before)
 	b.ReportMetric(float64(d.RoundTrips())/float64(n), "roundtrips/op")
 	if d.Retries != 0 {
@@ -76,12 +77,12 @@ func BenchmarkLockUnlockUncontended(b *testing.B) {
 	m := newMutex(b, c, zktest.UniquePath(b))
 	ctx := locktest.Ctx(b, benchTimeout)
 	warm(b, func() error { return cycleErr(ctx, m) })
-	before := c.Stats()
+	before := engine.Of(c).Stats()
 	b.ReportAllocs()
 	for b.Loop() {
 		lockCycle(ctx, b, m)
 	}
-	reportRoundTrips(b, b.N, before, c.Stats())
+	reportRoundTrips(b, b.N, before, engine.Of(c).Stats())
 }
 
 // benchSessions goroutines, each with its own session and handle on one
@@ -120,9 +121,9 @@ func BenchmarkLockUnlockContended(b *testing.B) {
 	if b.Failed() {
 		b.FailNow()
 	}
-	stats := func() (sum recipe.Stats) {
+	stats := func() (sum engine.Stats) {
 		for _, c := range clients {
-			s := c.Stats()
+			s := engine.Of(c).Stats()
 			sum.Creates += s.Creates
 			sum.Deletes += s.Deletes
 			sum.Lists += s.Lists
@@ -226,12 +227,12 @@ func BenchmarkReentrantLock(b *testing.B) {
 	if err := m.Lock(ctx); err != nil {
 		b.Fatal(err)
 	}
-	before := c.Stats()
+	before := engine.Of(c).Stats()
 	b.ReportAllocs()
 	for b.Loop() {
 		lockCycle(ctx, b, m)
 	}
-	reportRoundTrips(b, b.N, before, c.Stats())
+	reportRoundTrips(b, b.N, before, engine.Of(c).Stats())
 	if err := m.Unlock(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -14,15 +15,18 @@ import (
 // InterProcessMutex, so the two exclude each other on the same path.
 const LockName = "lock-"
 
+// The mutex's sentinel errors. Each also matches the engine's sentinel of
+// the same meaning (recipe.ErrNotAcquired, recipe.ErrWouldBlock,
+// recipe.ErrNotHeld, recipe.ErrLost) with errors.Is, as in every recipe.
 var (
-	// ErrNotHeld is returned by Unlock on a handle that holds nothing, with
-	// no I/O, and by Err when nothing is held.
-	ErrNotHeld = errors.New("mutex: not held")
-	// ErrLocked is returned by TryLock when another session holds the lock.
-	ErrLocked = errors.New("mutex: locked elsewhere")
 	// ErrNotAcquired is wrapped by every error of a failed Lock, together
 	// with the cause (for a timeout, context.DeadlineExceeded).
-	ErrNotAcquired = errors.New("mutex: not acquired")
+	ErrNotAcquired = engine.Sentinel("mutex: not acquired", recipe.ErrNotAcquired)
+	// ErrLocked is returned by TryLock when another session holds the lock.
+	ErrLocked = engine.Sentinel("mutex: locked elsewhere", recipe.ErrWouldBlock)
+	// ErrNotHeld is returned by Unlock on a handle that holds nothing, with
+	// no I/O, and by Err when nothing is held.
+	ErrNotHeld = engine.Sentinel("mutex: not held", recipe.ErrNotHeld)
 	// ErrLost is wrapped by Err (and Unlock) once a held lock was lost,
 	// together with the reason: recipe.ErrSessionExpired,
 	// recipe.ErrNodeDeleted, recipe.ErrConnectionSuspended or recipe.ErrClosed.
@@ -37,7 +41,7 @@ type options struct {
 }
 
 // WithData sets the data stored in the mutex's node, visible to
-// [Mutex.Participants] and to operators. Default: [recipe.DefaultNodeData],
+// [Mutex.Participants] and to operators. Default: [engine.DefaultNodeData],
 // the host name and pid.
 func WithData(data []byte) Option {
 	return func(o *options) { o.data = append([]byte(nil), data...) }
@@ -62,7 +66,7 @@ type Mutex struct {
 // directory node is created (as a container) on first use. It checks its
 // input and does no I/O.
 func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
-	o := options{data: recipe.DefaultNodeData()}
+	o := options{data: engine.DefaultNodeData()}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("mutex: %w: nil option", recipe.ErrInvalidArgument)
@@ -119,12 +123,16 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		return nil
 	}
 	m.mu.Unlock()
-	h, err := m.lk.Acquire(ctx, wait)
+	acquire := m.lk.Acquire
+	if !wait {
+		acquire = m.lk.TryAcquire
+	}
+	h, err := acquire(ctx)
 	if errors.Is(err, recipe.ErrWouldBlock) {
 		return fmt.Errorf("%w: %s", ErrLocked, m.Path())
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrNotAcquired, m.Path(), err)
+		return engine.Relabel(err, ErrNotAcquired)
 	}
 	m.mu.Lock()
 	m.hold, m.count = h, 1

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -107,11 +108,11 @@ func TestReentrancy(t *testing.T) {
 		t.Fatal(err)
 	}
 	locktest.Settle(t, c1)
-	before := c1.Stats()
+	before := engine.Of(c1).Stats()
 	if err := m1.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := engine.Of(c1).Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("reentrant Lock made %d round trips, want 0", got)
 	}
 	if err := m1.Unlock(ctx); err != nil {
@@ -135,14 +136,14 @@ func TestReentrancy(t *testing.T) {
 
 	m3 := newMutex(t, c1, path)
 	locktest.Settle(t, c1)
-	before = c1.Stats()
+	before = engine.Of(c1).Stats()
 	if err := m3.Unlock(ctx); !errors.Is(err, mutex.ErrNotHeld) {
 		t.Fatalf("Unlock on a handle holding nothing: got %v, want ErrNotHeld", err)
 	}
 	if err := m1.Unlock(ctx); !errors.Is(err, mutex.ErrNotHeld) {
 		t.Fatalf("extra Unlock: got %v, want ErrNotHeld", err)
 	}
-	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := engine.Of(c1).Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("Unlock without hold made %d round trips, want 0", got)
 	}
 	if err := m3.Err(); !errors.Is(err, mutex.ErrNotHeld) {
@@ -216,7 +217,7 @@ func TestHerdFree(t *testing.T) {
 	}
 	wakeups := func() (n int64) {
 		for _, c := range cs {
-			n += c.Stats().Wakeups
+			n += engine.Of(c).Stats().Wakeups
 		}
 		return n
 	}
@@ -423,7 +424,7 @@ func TestLostCreateReply(t *testing.T) {
 	}
 	var recovered int64
 	for _, c := range clients {
-		recovered += c.Stats().Recovered
+		recovered += engine.Of(c).Stats().Recovered
 	}
 	if recovered == 0 {
 		t.Fatalf("no node was recovered by its UUID after %d cuts", st.Cuts)
@@ -442,7 +443,7 @@ func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	locktest.Settle(t, c)
-	before := c.Stats()
+	before := engine.Of(c).Stats()
 	for _, p := range []string{"", "locks/a", "/locks/a/", "/locks//a", "/locks/./a", "/locks/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := mutex.New(c, p); !errors.Is(err, recipe.ErrInvalidPath) {
 			t.Errorf("New(%q) = %v, want ErrInvalidPath", p, err)
@@ -459,7 +460,7 @@ func TestBadInput(t *testing.T) {
 	if err := m.Lock(nil); !errors.Is(err, recipe.ErrInvalidArgument) { //nolint:staticcheck
 		t.Errorf("Lock(nil) = %v", err)
 	}
-	if got := c.Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := engine.Of(c).Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("bad input caused %d round trips, want 0", got)
 	}
 }

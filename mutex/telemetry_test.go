@@ -10,7 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
-	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/telemetry"
 )
 
 func TestTracesAndMetrics(t *testing.T) {
@@ -56,12 +56,12 @@ func TestTracesAndMetrics(t *testing.T) {
 	}
 	outcomes := map[string]sdktrace.ReadOnlySpan{}
 	for _, s := range acquires {
-		v, _ := locktest.SpanAttr(s, recipe.AttrOutcome)
+		v, _ := locktest.SpanAttr(s, telemetry.AttrOutcome)
 		outcomes[v.AsString()+map[bool]string{true: "+woken"}[len(s.Events()) > 0]] = s
-		if p, _ := locktest.SpanAttr(s, recipe.AttrPath); p.AsString() != path {
+		if p, _ := locktest.SpanAttr(s, telemetry.AttrPath); p.AsString() != path {
 			t.Errorf("span path %q, want %q", p.AsString(), path)
 		}
-		if r, _ := locktest.SpanAttr(s, recipe.AttrRecipe); r.AsString() != "mutex" {
+		if r, _ := locktest.SpanAttr(s, telemetry.AttrRecipe); r.AsString() != "mutex" {
 			t.Errorf("span recipe %q", r.AsString())
 		}
 	}
@@ -77,14 +77,14 @@ func TestTracesAndMetrics(t *testing.T) {
 		if s.Parent().SpanID() != parent.SpanContext().SpanID() {
 			t.Errorf("%s span is not a child of the caller's span", name)
 		}
-		if pos, ok := locktest.SpanAttr(s, recipe.AttrPosition); !ok || pos.AsInt64() != 1 {
+		if pos, ok := locktest.SpanAttr(s, telemetry.AttrPosition); !ok || pos.AsInt64() != 1 {
 			t.Errorf("%s span queue position = %v, want 1", name, pos.AsInt64())
 		}
 	}
 	if ev := woken.Events(); len(ev) != 1 || ev[0].Name != "wake-up" {
 		t.Errorf("woken span events %v, want one wake-up", ev)
 	}
-	if tok, _ := locktest.SpanAttr(woken, recipe.AttrToken); tok.AsInt64() <= 0 {
+	if tok, _ := locktest.SpanAttr(woken, telemetry.AttrToken); tok.AsInt64() <= 0 {
 		t.Errorf("acquired span without a token")
 	}
 	if n := len(tel.Spans("mutex.release")); n != 2 {
@@ -92,11 +92,11 @@ func TestTracesAndMetrics(t *testing.T) {
 	}
 
 	rm := tel.Collect(t)
-	locktest.WantSums(t, rm, recipe.AttrRecipe.String("mutex"), map[string]int64{
-		recipe.MetricAcquisitions: 2,
-		recipe.MetricTimeouts:     1,
-		recipe.MetricHolders:      0,
-		recipe.MetricWaiters:      0,
+	locktest.WantSums(t, rm, telemetry.AttrRecipe.String("mutex"), map[string]int64{
+		telemetry.MetricAcquisitions: 2,
+		telemetry.MetricTimeouts:     1,
+		telemetry.MetricHolders:      0,
+		telemetry.MetricWaiters:      0,
 	})
 	if n := locktest.HistCount(t, rm); n != 3 {
 		t.Errorf("acquire duration histogram has %d points, want 3", n)
@@ -117,10 +117,10 @@ func TestLossMetric(t *testing.T) {
 	}
 	<-m.Done()
 	rm := tel.Collect(t)
-	if got, _ := locktest.Sum(t, rm, recipe.MetricLosses, recipe.AttrReason.String("node_deleted")); got != 1 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, telemetry.AttrReason.String("node_deleted")); got != 1 {
 		t.Fatalf("losses{node_deleted} = %d, want 1", got)
 	}
-	if got, _ := locktest.Sum(t, rm, recipe.MetricHolders, recipe.AttrRecipe.String("mutex")); got != 0 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricHolders, telemetry.AttrRecipe.String("mutex")); got != 0 {
 		t.Fatalf("holders after the loss = %d, want 0", got)
 	}
 	_ = m.Unlock(context.Background())

@@ -14,7 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/zkrecipes/zkrecipes/retry"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
 const instrumentationName = "github.com/zkrecipes/zkrecipes"
@@ -53,18 +53,6 @@ type Client struct {
 	lastState zk.State
 }
 
-// Event is a change of the client's connection or session state, as seen by
-// [Client.Subscribe].
-type Event struct {
-	// State is go-zookeeper's state: zk.StateHasSession when (re)connected
-	// with a session, zk.StateDisconnected, zk.StateExpired, ...
-	State zk.State
-	// Session is the session id at the time of the event (0 if none).
-	Session int64
-	// Time is when the client saw the event.
-	Time time.Time
-}
-
 // epoch is a period of trust in one session: it begins when the client has a
 // session and ends (done closed, err set) when the session expires, the
 // client is closed, or the connection has been silent past the loss timeout.
@@ -72,18 +60,18 @@ type Event struct {
 // closed channel tells every holder at once, however many there are.
 type epoch struct {
 	session int64
-	done    chan struct{}
-	err     error
+	ctx     context.Context // ends with the epoch
+	end     context.CancelFunc
+	done    <-chan struct{} // ctx.Done()
+	err     error           // why it ended; set before done is closed
 }
 
-func (e *epoch) ended() bool {
-	select {
-	case <-e.done:
-		return true
-	default:
-		return false
-	}
+func (c *Client) newEpoch(session int64) *epoch {
+	ctx, cancel := context.WithCancel(c.lifetime)
+	return &epoch{session: session, ctx: ctx, end: cancel, done: ctx.Done()}
 }
+
+func (e *epoch) ended() bool { return e.ctx.Err() != nil }
 
 // Connect opens a session with the ZooKeeper servers ("host:port" each) and
 // returns when it is established, or with an error when ctx ends first (the
@@ -137,8 +125,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		return nil, fmt.Errorf("recipe: connect: %w", err)
 	}
 	c.conn = conn
-	c.wg.Add(1)
-	go c.watchdog()
+	c.goroutine(c.watchdog)
 
 	select {
 	case <-c.connected:
@@ -181,10 +168,6 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Conn returns the underlying go-zookeeper connection, for operations the
-// recipes do not cover. Do not close it; close the Client.
-func (c *Client) Conn() *zk.Conn { return c.conn }
-
 // SessionID returns the current session id, 0 while there is none.
 func (c *Client) SessionID() int64 {
 	if e := c.currentEpoch(); e != nil {
@@ -208,13 +191,13 @@ func (c *Client) lossTimeout() time.Duration {
 	return c.SessionTimeout() / 2
 }
 
-// Subscribe returns a channel that delivers every connection and session
+// subscribe returns a channel that delivers every connection and session
 // state change from now on, in order, without ever blocking the client or
 // dropping events (each subscriber has its own unbounded queue). Call cancel
 // to stop; the channel is closed after cancel or [Client.Close].
-func (c *Client) Subscribe() (events <-chan Event, cancel func()) {
+func (c *Client) subscribe() (events <-chan engine.Event, cancel func()) {
 	s := &subscriber{
-		out:    make(chan Event),
+		out:    make(chan engine.Event),
 		notify: make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
@@ -227,7 +210,7 @@ func (c *Client) Subscribe() (events <-chan Event, cancel func()) {
 	c.subs[s] = struct{}{}
 	c.wg.Add(1)
 	c.mu.Unlock()
-	go func() {
+	go func() { // registered above, under the same lock as the subscription
 		defer c.wg.Done()
 		s.pump()
 	}()
@@ -279,7 +262,7 @@ func (c *Client) onEvent(ev zk.Event) {
 			c.endEpochLocked(c.cur, ErrSessionExpired)
 		}
 		if c.cur == nil || c.cur.ended() {
-			c.cur = &epoch{session: sid, done: make(chan struct{})}
+			c.cur = c.newEpoch(sid)
 			c.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", sid), "server", ev.Server)
 		} else {
 			c.log.Debug("zookeeper reconnected", "session", fmt.Sprintf("0x%x", sid), "server", ev.Server)
@@ -297,7 +280,7 @@ func (c *Client) onEvent(ev zk.Event) {
 	case zk.StateConnecting, zk.StateConnected:
 		// Transitional; the watchdog judges silence by the clock.
 	}
-	e := Event{State: ev.State, Session: sid, Time: now}
+	e := engine.Event{State: ev.State, Session: sid, Time: now}
 	for s := range c.subs {
 		s.push(e)
 	}
@@ -310,7 +293,7 @@ func (c *Client) endEpochLocked(e *epoch, err error) {
 		return
 	}
 	e.err = err
-	close(e.done)
+	e.end()
 	c.stats.epochsEnded.Add(1)
 	if !errors.Is(err, ErrClosed) {
 		c.log.Warn("zookeeper session no longer trusted; holders are told they lost ownership",
@@ -325,7 +308,6 @@ func (c *Client) endEpochLocked(e *epoch, err error) {
 // session timeout after our last successful exchange, so with the default of
 // one half every holder is told first.
 func (c *Client) watchdog() {
-	defer c.wg.Done()
 	for {
 		lt := c.lossTimeout()
 		tick := min(max(lt/20, 5*time.Millisecond), 250*time.Millisecond)
@@ -346,7 +328,7 @@ func (c *Client) watchdog() {
 			// paused process) and the server answers again on the same
 			// session: trust it anew. What was held stays lost.
 			if sid := c.conn.SessionID(); sid == c.cur.session {
-				c.cur = &epoch{session: sid, done: make(chan struct{})}
+				c.cur = c.newEpoch(sid)
 				c.log.Debug("zookeeper session trusted again", "session", fmt.Sprintf("0x%x", sid))
 			}
 		}
@@ -364,15 +346,19 @@ func (c *Client) call(ctx context.Context, op func() error) error {
 	return err
 }
 
-// enter registers a goroutine the client is about to start, so that Close
-// waits for it; it reports false, registering nothing, once Close has begun.
-func (c *Client) enter() bool {
+// goroutine runs fn on a goroutine of the client's, which Close waits for;
+// once Close has begun it starts nothing and reports false.
+func (c *Client) goroutine(fn func()) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return false
 	}
 	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		fn()
+	}()
 	return true
 }
 
@@ -382,14 +368,6 @@ func (c *Client) mapClosed(err error) error {
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return err
-}
-
-// retryDo runs fn under the client's retry policy.
-func (c *Client) retryDo(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	return retry.DoNotify(ctx, c.cfg.retry, fn, func(err error, wait time.Duration) {
-		c.stats.retries.Add(1)
-		c.log.Debug("retrying after connection loss", "op", what, "err", err, "wait", wait)
-	})
 }
 
 // wrapDialer records when bytes arrive from a server (for the watchdog) and
@@ -440,14 +418,14 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 // subscriber is one Subscribe call's unbounded, ordered queue.
 type subscriber struct {
 	mu       sync.Mutex
-	queue    []Event
+	queue    []engine.Event
 	notify   chan struct{}
-	out      chan Event
+	out      chan engine.Event
 	stop     chan struct{}
 	stopOnce sync.Once
 }
 
-func (s *subscriber) push(e Event) {
+func (s *subscriber) push(e engine.Event) {
 	s.mu.Lock()
 	s.queue = append(s.queue, e)
 	s.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -83,11 +84,11 @@ func TestSubscribeFanOut(t *testing.T) {
 	}
 	defer proxy.Close()
 	c := locktest.Client(t, []string{proxy.Addr()})
-	a, cancelA := c.Subscribe()
-	b, cancelB := c.Subscribe()
+	a, cancelA := engine.Of(c).Subscribe()
+	b, cancelB := engine.Of(c).Subscribe()
 	defer cancelB()
 	proxy.DropAll()
-	for name, ch := range map[string]<-chan recipe.Event{"a": a, "b": b} {
+	for name, ch := range map[string]<-chan engine.Event{"a": a, "b": b} {
 		var seen []zk.State
 		timeout := time.After(10 * time.Second)
 	loop:
@@ -127,7 +128,7 @@ func TestLossOnSilenceThenRecovery(t *testing.T) {
 	l := newLock(t, c, path)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := l.Acquire(ctx, true)
+	h, err := l.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestLossOnSilenceThenRecovery(t *testing.T) {
 	}
 	t.Logf("loss signalled after %v of silence (session timeout %v)", took, session)
 	proxy.Blackhole(false)
-	h2, err := l.Acquire(ctx, true)
+	h2, err := l.Acquire(ctx)
 	if err != nil {
 		t.Fatalf("acquire after the connection came back: %v", err)
 	}
@@ -163,7 +164,7 @@ func TestLossOnSilenceThenRecovery(t *testing.T) {
 	if err := h2.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := h2.Release(ctx); !errors.Is(err, recipe.ErrReleased) {
+	if err := h2.Release(ctx); !errors.Is(err, recipe.ErrNotHeld) {
 		t.Fatalf("second Release = %v, want ErrReleased", err)
 	}
 }
@@ -172,7 +173,7 @@ func TestClosedClient(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	l := newLock(t, c, zktest.UniquePath(t))
-	h, err := l.Acquire(context.Background(), true)
+	h, err := l.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestClosedClient(t *testing.T) {
 	if err := h.Err(); !errors.Is(err, recipe.ErrClosed) {
 		t.Fatalf("Err after Close = %v, want ErrClosed", err)
 	}
-	if _, err := l.Acquire(context.Background(), true); !errors.Is(err, recipe.ErrClosed) {
+	if _, err := l.Acquire(context.Background()); !errors.Is(err, recipe.ErrClosed) {
 		t.Fatalf("Acquire after Close = %v, want ErrClosed", err)
 	}
 	if err := c.Close(); err != nil {
@@ -199,7 +200,7 @@ func TestCloseWakesWaiter(t *testing.T) {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
 	holder := newLock(t, locktest.Client(t, []string{srv.Addr()}), path)
-	h, err := holder.Acquire(context.Background(), true)
+	h, err := holder.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestCloseWakesWaiter(t *testing.T) {
 	waiter := newLock(t, c, path)
 	done := make(chan error, 1)
 	go func() {
-		_, err := waiter.Acquire(context.Background(), true)
+		_, err := waiter.Acquire(context.Background())
 		done <- err
 	}()
 	locktest.Eventually(t, 10*time.Second, "waiter queued", func() bool {

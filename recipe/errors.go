@@ -7,41 +7,53 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Sentinel errors of the engine. Recipes wrap them with their own sentinels,
-// so callers can test either with [errors.Is].
+// Sentinel errors of the engine. Every recipe of this module keeps its own
+// sentinels (mutex.ErrLocked, semaphore.ErrNoLease, ...) and each of them
+// also matches the engine's with [errors.Is], so one check works for all:
+//
+//	acquire or campaign did not succeed    ErrNotAcquired (and ctx.Err() when ctx ended)
+//	try form finds it held elsewhere       ErrWouldBlock
+//	release of nothing held, or twice      ErrNotHeld
+//	Err() after ownership was lost         ErrLost and the reason below
 var (
-	// ErrClosed is returned by calls on a closed [Client], and is the loss
-	// reason of everything held when the client closes.
-	ErrClosed = errors.New("recipe: client closed")
-	// ErrInvalidPath reports a lock path that is not an absolute, clean
-	// ZooKeeper path.
-	ErrInvalidPath = errors.New("recipe: invalid path")
-	// ErrInvalidArgument reports bad input detected before any I/O.
-	ErrInvalidArgument = errors.New("recipe: invalid argument")
-	// ErrWouldBlock is returned by a non-blocking acquire when the lock is
-	// held elsewhere. The node it created has been deleted.
+	// ErrNotAcquired is wrapped by the error of every acquire that did not
+	// succeed, together with the cause: ctx.Err() when its context ended,
+	// ErrWouldBlock, ErrMismatch, ErrPermission, ...
+	ErrNotAcquired = errors.New("recipe: not acquired")
+	// ErrWouldBlock is wrapped by the error of a try-acquire that finds
+	// the lock held elsewhere. The node it created has been deleted.
 	ErrWouldBlock = errors.New("recipe: held elsewhere")
-	// ErrLost is the loss signal of a hold: [Hold.Err] wraps it together with
-	// one of the reasons below.
+	// ErrNotHeld is returned by a release when nothing is held (a second
+	// release, or one after the hold ended), and by [Hold.Err] after a
+	// successful release.
+	ErrNotHeld = errors.New("recipe: not held")
+	// ErrLost is the loss signal of a hold: [Hold.Err] wraps it together
+	// with one of the reasons below.
 	ErrLost = errors.New("recipe: lock lost")
-	// ErrSessionExpired: the ZooKeeper session that owned the node expired, so
-	// the server deleted the node.
+	// ErrSessionExpired: the ZooKeeper session that owned the node expired,
+	// so the server deleted the node.
 	ErrSessionExpired = errors.New("recipe: session expired")
 	// ErrConnectionSuspended: the client heard nothing from ZooKeeper for
-	// long enough that the server may expire the session before this client
-	// could learn of it. Ownership can no longer be guaranteed.
+	// long enough that the server may expire the session before this
+	// client could learn of it. Ownership can no longer be guaranteed.
 	ErrConnectionSuspended = errors.New("recipe: connection suspended past the safe window")
 	// ErrNodeDeleted: the node was deleted by someone else while held.
 	ErrNodeDeleted = errors.New("recipe: node deleted by another client")
-	// ErrNotOwner: a node carrying our id was found owned by another
-	// session (a stale node from an earlier session).
-	ErrNotOwner = errors.New("recipe: node owned by another session")
-	// ErrMismatch: the lock directory was set up with different parameters
-	// (for a semaphore, another number of leases) than this client's.
-	ErrMismatch = errors.New("recipe: lock directory set up differently")
+	// ErrClosed is returned by calls on a closed [Client], and is the loss
+	// reason of everything held when the client closes.
+	ErrClosed = errors.New("recipe: client closed")
+	// ErrMismatch: the lock directory is in use by another kind of lock
+	// (say, a mutex where a read/write lock is asked for) or was set up
+	// with other parameters (for a semaphore, another number of leases).
+	ErrMismatch = errors.New("recipe: lock directory used differently")
 	// ErrPermission: ZooKeeper refused the operation for lack of rights
 	// (the node's ACL does not grant them to this client's credentials).
 	ErrPermission = errors.New("recipe: permission denied")
+	// ErrInvalidArgument reports bad input detected before any I/O.
+	ErrInvalidArgument = errors.New("recipe: invalid argument")
+	// ErrInvalidPath reports a lock path that is not an absolute, clean
+	// ZooKeeper path. It also matches ErrInvalidArgument.
+	ErrInvalidPath = fmt.Errorf("%w: invalid path", ErrInvalidArgument)
 )
 
 // lostError builds the error reported by a hold that lost ownership.
@@ -57,4 +69,28 @@ func opError(op, path string, err error) error {
 		return fmt.Errorf("%s %s: %w: %w", op, path, ErrPermission, err)
 	}
 	return fmt.Errorf("%s %s: %w", op, path, err)
+}
+
+// notAcquired is the error of a failed acquire: label (ErrNotAcquired, or a
+// recipe's sentinel that matches it), the lock directory and the cause.
+type notAcquired struct {
+	label error
+	path  string
+	cause error
+}
+
+func (e *notAcquired) Error() string {
+	return e.label.Error() + ": " + e.path + ": " + e.cause.Error()
+}
+
+func (e *notAcquired) Unwrap() []error { return []error{e.label, e.cause} }
+
+// relabel returns err with a recipe's own sentinel in place of
+// ErrNotAcquired, so the message names the recipe once.
+func relabel(err, label error) error {
+	var na *notAcquired
+	if errors.As(err, &na) {
+		return &notAcquired{label: label, path: na.path, cause: na.cause}
+	}
+	return fmt.Errorf("%w: %w", label, err)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.opentelemetry.io/otel/attribute"
@@ -14,10 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zkrecipes/zkrecipes/retry"
+	"github.com/zkrecipes/zkrecipes/telemetry"
 )
-
-// ErrReleased is what [Hold.Err] returns after a successful release.
-var ErrReleased = errors.New("recipe: released")
 
 // Hold is one acquired node. It watches its node and the session, and
 // closes Done the moment ownership is lost or can no longer be guaranteed.
@@ -32,7 +29,7 @@ type Hold struct {
 	prefix  string // protected prefix of the node
 	sweep   bool   // a duplicate of the node may appear: sweep the prefix when done
 
-	ctx    context.Context // ends the monitor
+	ctx    context.Context // ends the monitor: cancelled by Release, or the epoch ends
 	cancel context.CancelFunc
 	exited chan struct{}
 
@@ -42,11 +39,31 @@ type Hold struct {
 	released bool
 }
 
+// newHold starts watching an acquired node. ownW is the watch already set
+// on it, if any.
+func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, ownW <-chan zk.Event) *Hold {
+	h := &Hold{
+		l:       l,
+		node:    node,
+		path:    join(l.dir, node),
+		token:   token,
+		session: ep.session,
+		prefix:  prefix,
+		sweep:   sweep,
+		ep:      ep,
+		done:    make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	h.ctx, h.cancel = context.WithCancel(ep.ctx)
+	if !l.c.goroutine(func() { h.monitor(ownW) }) {
+		h.end(lostError(ErrClosed))
+		close(h.exited)
+	}
+	return h
+}
+
 // Node returns the name of the node (a child of the lock directory).
 func (h *Hold) Node() string { return h.node }
-
-// Path returns the full path of the node.
-func (h *Hold) Path() string { return h.path }
 
 // Token returns the fencing token: the czxid of the node, which is unique
 // and strictly increasing across the whole ensemble, so successive holders
@@ -54,16 +71,14 @@ func (h *Hold) Path() string { return h.path }
 // they can reject a stale holder.
 func (h *Hold) Token() int64 { return h.token }
 
-// Session returns the id of the session that owns the node.
-func (h *Hold) Session() int64 { return h.session }
-
 // Done returns a channel closed when the hold ends: when ownership is lost
 // (see [Hold.Err]) or after [Hold.Release].
 func (h *Hold) Done() <-chan struct{} { return h.done }
 
 // Err returns nil while the hold is in force; after Done is closed it wraps
 // [ErrLost] and the reason ([ErrSessionExpired], [ErrNodeDeleted],
-// [ErrConnectionSuspended], [ErrClosed]), or is [ErrReleased].
+// [ErrConnectionSuspended], [ErrClosed]), or is [ErrNotHeld] after a
+// successful [Hold.Release].
 func (h *Hold) Err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -73,32 +88,24 @@ func (h *Hold) Err() error {
 // monitor watches our node and the epoch until the hold ends.
 func (h *Hold) monitor(ownW <-chan zk.Event) {
 	defer close(h.exited)
-	c := h.l.c
-	if ownW == nil {
-		// Acquired without reading our node: arm its watch now. A node
-		// deleted meanwhile is found missing and reported.
-		ch, err := h.rearm()
-		switch {
-		case err != nil:
-			h.lose(err)
-			return
-		case ch == nil:
-			if c.isClosed() {
-				h.lose(ErrClosed)
-			}
-			return
-		}
-		ownW = ch
-	}
 	for {
-		select {
-		case <-h.ctx.Done():
-			if c.isClosed() {
-				h.lose(ErrClosed)
+		if ownW == nil {
+			// Acquired without reading our node, or its data changed:
+			// (re)arm the watch. A node deleted meanwhile is found missing.
+			ch, err := h.rearm()
+			if err != nil {
+				h.lose(err)
+				return
 			}
-			return
-		case <-h.ep.done:
-			h.lose(h.ep.err)
+			if ch == nil {
+				h.loseIfEpochEnded()
+				return
+			}
+			ownW = ch
+		}
+		select {
+		case <-h.ctx.Done(): // released, or the epoch ended
+			h.loseIfEpochEnded()
 			return
 		case ev := <-ownW:
 			switch ev.Type {
@@ -113,25 +120,25 @@ func (h *Hold) monitor(ownW <-chan zk.Event) {
 				}
 				return
 			}
-			// Someone changed our node's data: watch it again.
-			ch, err := h.rearm()
-			if err != nil {
-				h.lose(err)
-				return
-			}
-			if ch == nil {
-				return
-			}
-			ownW = ch
+			ownW = nil // someone changed our node's data: watch it again
 		}
 	}
 }
 
-// rearm sets the watch on our node again, retrying connection loss for as
-// long as the epoch lives. It returns (nil, nil) when the hold ended.
+// loseIfEpochEnded reports the end of the epoch as a loss, if that is what
+// ended the hold's context (rather than Release).
+func (h *Hold) loseIfEpochEnded() {
+	if h.ep.ended() {
+		h.lose(h.ep.err)
+	}
+}
+
+// rearm sets the watch on our node again, retrying connection loss under
+// the client's retry policy for as long as the hold's context lives. It
+// returns (nil, nil) when that context ended.
 func (h *Hold) rearm() (<-chan zk.Event, error) {
 	c := h.l.c
-	wait := 20 * time.Millisecond
+	p := c.pacer()
 	for {
 		_, ch, err := c.getW(h.ctx, h.path)
 		switch {
@@ -141,20 +148,10 @@ func (h *Hold) rearm() (<-chan zk.Event, error) {
 			return nil, ErrNodeDeleted
 		case errors.Is(err, zk.ErrSessionExpired):
 			return nil, ErrSessionExpired
-		case h.ctx.Err() != nil:
+		}
+		if !p.Pause(h.ctx) {
 			return nil, nil
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-h.ep.done:
-			t.Stop()
-			return nil, h.ep.err
-		case <-h.ctx.Done():
-			t.Stop()
-			return nil, nil
-		}
-		wait = min(2*wait, time.Second)
 	}
 }
 
@@ -172,7 +169,7 @@ func (h *Hold) lose(reason error) {
 	c := h.l.c
 	c.stats.lost.Add(1)
 	c.ins.losses.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
-		AttrRecipe.String(h.l.spec.Recipe), AttrReason.String(lossReason(reason)))))
+		telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrReason.String(lossReason(reason)))))
 	c.log.Warn("lock lost", "path", h.l.dir, "node", h.node, "reason", reason)
 	if !errors.Is(reason, ErrNodeDeleted) && !errors.Is(reason, ErrSessionExpired) && !errors.Is(reason, ErrClosed) {
 		c.cleanup(h.cleanupJob())
@@ -191,7 +188,9 @@ func (h *Hold) cleanupJob() cleanupJob {
 //
 // If the hold was lost, Release deletes nothing another client could own
 // and returns the loss error (wrapping [ErrLost]). A second Release returns
-// [ErrReleased]. In every case the hold is over when Release returns.
+// [ErrNotHeld]. In every case but a nil ctx (an error wrapping
+// [ErrInvalidArgument], with the hold unchanged) the hold is over when
+// Release returns.
 func (h *Hold) Release(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
@@ -199,7 +198,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	h.mu.Lock()
 	if h.released {
 		h.mu.Unlock()
-		return ErrReleased
+		return ErrNotHeld
 	}
 	h.released = true
 	lost := h.err
@@ -211,8 +210,8 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 	c := h.l.c
 	ctx, span := c.tracer.Start(ctx, h.l.spec.Recipe+".release", trace.WithAttributes(
-		AttrRecipe.String(h.l.spec.Recipe), AttrPath.String(h.l.dir),
-		AttrNode.String(h.node), AttrToken.Int64(h.token)))
+		telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrPath.String(h.l.dir),
+		telemetry.AttrNode.String(h.node), telemetry.AttrToken.Int64(h.token)))
 	defer span.End()
 	maybeDeleted := false // a delete was sent whose reply was lost
 	err := c.retryDo(ctx, h.l.spec.Recipe+".release", func(ctx context.Context) error {
@@ -236,7 +235,7 @@ func (h *Hold) Release(ctx context.Context) error {
 		if h.sweep {
 			c.cleanup(cleanupJob{dir: h.l.dir, prefix: h.prefix, sweep: true})
 		}
-		h.finish(ErrReleased)
+		h.finish(ErrNotHeld)
 		return nil
 	case errors.Is(err, zk.ErrNoNode):
 		err = lostError(ErrNodeDeleted)

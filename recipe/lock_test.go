@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -36,7 +37,7 @@ func TestAcquireNLostReply(t *testing.T) {
 	defer cancel()
 	// Create the directories first, so that every cut below hits the
 	// transaction rather than a directory's create.
-	hs, err := l.AcquireN(ctx, 3, true)
+	hs, err := l.AcquireN(ctx, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestAcquireNLostReply(t *testing.T) {
 	}
 	proxy.CutAfterCreates(2)
 	for i := range 10 {
-		hs, err := l.AcquireN(ctx, 3, true)
+		hs, err := l.AcquireN(ctx, 3)
 		if err != nil {
 			t.Fatalf("round %d: %v", i, err)
 		}
@@ -65,11 +66,11 @@ func TestAcquireNLostReply(t *testing.T) {
 	if st := proxy.Stats(); st.Cuts == 0 {
 		t.Fatalf("no transaction reply was lost (%+v)", st)
 	}
-	if got := c.Stats().Recovered; got == 0 {
+	if got := engine.Of(c).Stats().Recovered; got == 0 {
 		t.Fatal("no node was recovered by its UUID")
 	}
 	locktest.Eventually(t, 10*time.Second, "directory empty", func() bool {
 		names, _, err := raw.Children(path)
-		return err != nil || len(names) == 0 || !strings.HasPrefix(names[0], recipe.ProtectedPrefix)
+		return err != nil || len(names) == 0 || !strings.HasPrefix(names[0], "_c_")
 	})
 }

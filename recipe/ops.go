@@ -3,13 +3,8 @@ package recipe
 import (
 	"context"
 	"errors"
-	"strings"
-	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/retry"
 )
 
 // The methods below are go-zookeeper requests with a context and counters.
@@ -45,8 +40,52 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 }
 
 func (c *Client) getW(ctx context.Context, path string) (*zk.Stat, <-chan zk.Event, error) {
-	_, st, ch, err := c.GetW(ctx, path)
+	_, st, ch, err := c.getDataW(ctx, path)
 	return st, ch, err
+}
+
+func (c *Client) getDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	var data []byte
+	var st *zk.Stat
+	var ch <-chan zk.Event
+	c.stats.reads.Add(1)
+	err := c.call(ctx, func() (err error) {
+		data, st, ch, err = c.conn.GetW(path)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return data, st, ch, nil
+}
+
+func (c *Client) childrenW(ctx context.Context, path string) ([]string, <-chan zk.Event, error) {
+	var names []string
+	var ch <-chan zk.Event
+	c.stats.lists.Add(1)
+	err := c.call(ctx, func() (err error) {
+		names, _, ch, err = c.conn.ChildrenW(path)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return names, ch, nil
+}
+
+func (c *Client) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-chan zk.Event, error) {
+	var ok bool
+	var st *zk.Stat
+	var ch <-chan zk.Event
+	c.stats.reads.Add(1)
+	err := c.call(ctx, func() (err error) {
+		ok, st, ch, err = c.conn.ExistsW(path)
+		return err
+	})
+	if err != nil {
+		return false, nil, nil, err
+	}
+	return ok, st, ch, nil
 }
 
 func (c *Client) delete(ctx context.Context, path string) error {
@@ -54,50 +93,49 @@ func (c *Client) delete(ctx context.Context, path string) error {
 	return c.call(ctx, func() error { return c.conn.Delete(path, -1) })
 }
 
-// createEphemeralSeq sends a create for an ephemeral sequential node. When
-// ctx ends before the reply, it returns ctx's error and a channel closed once
-// the request has finished, so cleanup can then look for the node.
-//
-// zxid is the node's czxid as seen on the wire, 0 if unknown.
-func (c *Client) createEphemeralSeq(ctx context.Context, path string, data []byte) (string, int64, <-chan struct{}, error) {
-	var created string
-	inflight, err := c.callTracked(ctx, func() (err error) {
-		created, err = c.conn.Create(path, data, zk.FlagEphemeral|zk.FlagSequence, c.cfg.acl)
-		return err
-	})
-	c.stats.creates.Add(1)
-	if err != nil {
-		return "", 0, inflight, err
-	}
-	zxid, _ := c.zxids.take(created)
-	return created, zxid, nil, nil
-}
-
-// createEphemeralSeqMulti creates one ephemeral sequential node per path in a
-// single transaction: all or none, with consecutive sequence numbers. It
-// returns the created paths; see createEphemeralSeq for inflight.
-func (c *Client) createEphemeralSeqMulti(ctx context.Context, paths []string, data []byte) ([]string, <-chan struct{}, error) {
-	ops := make([]any, len(paths))
-	for i, p := range paths {
-		ops[i] = &zk.CreateRequest{Path: p, Data: data, Acl: c.cfg.acl, Flags: zk.FlagEphemeral | zk.FlagSequence}
-	}
-	var res []zk.MultiResponse
-	inflight, err := c.callTracked(ctx, func() (err error) {
-		res, err = c.conn.Multi(ops...)
-		return err
-	})
-	c.stats.creates.Add(1)
-	if err != nil {
-		return nil, inflight, err
-	}
-	out := make([]string, len(res))
-	for i, r := range res {
-		if r.Error != nil {
-			return nil, nil, r.Error
+// createNodes creates one ephemeral sequential node per path: with one
+// create, or, for several, in a single transaction (all or none, with
+// consecutive sequence numbers). It returns the created paths and their
+// zxids as seen on the wire (0 where unknown: always for a transaction).
+// When ctx ends before the reply, it returns ctx's error and a channel
+// closed once the request has finished, so cleanup can then look for the
+// nodes.
+func (c *Client) createNodes(ctx context.Context, paths []string, data []byte) (created []string, zxids []int64, inflight <-chan struct{}, err error) {
+	const flags = zk.FlagEphemeral | zk.FlagSequence
+	created = make([]string, len(paths))
+	if len(paths) == 1 {
+		inflight, err = c.callTracked(ctx, func() (err error) {
+			created[0], err = c.conn.Create(paths[0], data, flags, c.cfg.acl)
+			return err
+		})
+	} else {
+		ops := make([]any, len(paths))
+		for i, p := range paths {
+			ops[i] = &zk.CreateRequest{Path: p, Data: data, Acl: c.cfg.acl, Flags: flags}
 		}
-		out[i] = r.String
+		var res []zk.MultiResponse
+		inflight, err = c.callTracked(ctx, func() (err error) {
+			res, err = c.conn.Multi(ops...)
+			return err
+		})
+		if err == nil { // an abandoned request may still be writing res
+			for i, r := range res {
+				if r.Error != nil {
+					err = r.Error
+				}
+				created[i] = r.String
+			}
+		}
 	}
-	return out, nil, nil
+	c.stats.creates.Add(1)
+	if err != nil {
+		return nil, nil, inflight, err
+	}
+	zxids = make([]int64, len(paths))
+	if len(paths) == 1 {
+		zxids[0], _ = c.zxids.take(created[0])
+	}
+	return created, zxids, nil, nil
 }
 
 // callTracked is call for requests whose abandonment matters (creates):
@@ -106,16 +144,14 @@ func (c *Client) callTracked(ctx context.Context, op func() error) (<-chan struc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if !c.enter() {
-		return nil, ErrClosed
-	}
 	finished := make(chan struct{})
 	var opErr error
-	go func() {
-		defer c.wg.Done()
+	if !c.goroutine(func() {
 		opErr = op()
 		close(finished)
-	}()
+	}) {
+		return nil, ErrClosed
+	}
 	select {
 	case <-finished:
 		return nil, c.mapClosed(opErr)
@@ -131,7 +167,7 @@ func (c *Client) ensureDir(ctx context.Context, dir string, data []byte) error {
 	if dir == "" {
 		return nil
 	}
-	for range 8 {
+	for range maxSetupTries {
 		c.stats.creates.Add(1)
 		err := c.call(ctx, func() error {
 			_, err := c.conn.CreateContainer(dir, data, zk.FlagContainer, c.cfg.acl)
@@ -151,114 +187,4 @@ func (c *Client) ensureDir(ctx context.Context, dir string, data []byte) error {
 		}
 	}
 	return opError("create container", dir, zk.ErrNoNode)
-}
-
-// cleanupJob asks for the deletion of a node this client created, or may
-// have created. A node carrying the attempt's UUID is ours whatever session
-// owns it: a create queued across a session expiry is sent, and applied, in
-// the new session.
-type cleanupJob struct {
-	dir      string
-	prefix   string          // protected prefix of the attempt's nodes
-	path     string          // the node, when known
-	sweep    bool            // also delete every child carrying prefix
-	inflight <-chan struct{} // closed when a create still in flight has finished
-}
-
-// cleanup deletes the job's node in the background, retrying connection-loss
-// errors until the node is gone (deleted, or removed by the server with the
-// session that owned it) or the client closes, which ends the session. The
-// returned channel is closed when the job is finished.
-func (c *Client) cleanup(j cleanupJob) <-chan struct{} {
-	done := make(chan struct{})
-	if !c.enter() {
-		close(done)
-		return done
-	}
-	go func() {
-		defer c.wg.Done()
-		defer close(done)
-		c.runCleanup(j)
-	}()
-	return done
-}
-
-func (c *Client) runCleanup(j cleanupJob) {
-	ctx := c.lifetime
-	if j.inflight != nil {
-		select {
-		case <-j.inflight:
-		case <-ctx.Done():
-			return
-		}
-	}
-	sched := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(20*time.Millisecond),
-		backoff.WithMaxInterval(2*time.Second),
-		backoff.WithMaxElapsedTime(0),
-	)
-	node := j.path
-	if node == "" {
-		node = j.prefix + "*"
-	}
-	for {
-		done, err := c.cleanupOnce(ctx, &j)
-		if ctx.Err() != nil {
-			return // closing ends the session, which removes the node
-		}
-		if done {
-			if err != nil {
-				c.log.Warn("cannot delete lock node", "dir", j.dir, "node", node, "err", err)
-			} else {
-				c.log.Debug("lock node cleaned up", "dir", j.dir, "node", node)
-			}
-			return
-		}
-		t := time.NewTimer(sched.NextBackOff())
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
-}
-
-// cleanupOnce makes one attempt; done reports whether the job is finished.
-func (c *Client) cleanupOnce(ctx context.Context, j *cleanupJob) (done bool, err error) {
-	if j.path != "" {
-		err := c.delete(ctx, j.path)
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNoNode):
-			j.path = ""
-		case retry.Retryable(err):
-			return false, err
-		default:
-			return true, err
-		}
-	}
-	if !j.sweep {
-		return true, nil
-	}
-	names, err := c.children(ctx, j.dir)
-	if errors.Is(err, zk.ErrNoNode) {
-		return true, nil
-	}
-	if err != nil {
-		return !retry.Retryable(err), err
-	}
-	for _, n := range names {
-		if !strings.HasPrefix(n, j.prefix) {
-			continue
-		}
-		err := c.delete(ctx, join(j.dir, n))
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNoNode):
-		case retry.Retryable(err):
-			return false, err
-		default:
-			return true, err
-		}
-	}
-	return true, nil
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
-// DefaultSessionTimeout is the session timeout a [Client] asks for unless
+// defaultSessionTimeout is the session timeout a [Client] asks for unless
 // [WithSessionTimeout] says otherwise.
-const DefaultSessionTimeout = 10 * time.Second
+const defaultSessionTimeout = 10 * time.Second
 
 // Option configures a [Client].
 type Option func(*config)
@@ -33,11 +33,13 @@ type config struct {
 	meterProvider  metric.MeterProvider
 	dialer         zk.Dialer
 	cleanupGrace   time.Duration
+
+	dialerSet, tracerSet, meterSet bool // set by an option, so nil is refused
 }
 
 func defaultConfig() config {
 	return config{
-		sessionTimeout: DefaultSessionTimeout,
+		sessionTimeout: defaultSessionTimeout,
 		acl:            zk.WorldACL(zk.PermAll),
 		logger:         slog.New(slog.DiscardHandler),
 		retry:          retry.Default(),
@@ -61,6 +63,15 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: nil logger", ErrInvalidArgument)
 	case c.cleanupGrace < 0:
 		return fmt.Errorf("%w: cleanup grace %v must not be negative", ErrInvalidArgument, c.cleanupGrace)
+	case c.dialerSet && c.dialer == nil:
+		return fmt.Errorf("%w: nil dialer", ErrInvalidArgument)
+	case c.tracerSet && c.tracerProvider == nil:
+		return fmt.Errorf("%w: nil tracer provider", ErrInvalidArgument)
+	case c.meterSet && c.meterProvider == nil:
+		return fmt.Errorf("%w: nil meter provider", ErrInvalidArgument)
+	}
+	if err := retry.Validate(c.retry); err != nil {
+		return fmt.Errorf("%w: retry policy: %w", ErrInvalidArgument, err)
 	}
 	if c.tracerProvider == nil {
 		c.tracerProvider = otel.GetTracerProvider()
@@ -76,7 +87,7 @@ func (c *config) validate() error {
 
 // WithSessionTimeout sets the session timeout requested from ZooKeeper.
 // The server may negotiate it into its [minSessionTimeout, maxSessionTimeout]
-// range; the client uses the negotiated value. Default: [DefaultSessionTimeout].
+// range; the client uses the negotiated value. Default: 10s.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(c *config) { c.sessionTimeout = d }
 }
@@ -111,7 +122,12 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithRetryPolicy sets the policy that retries connection-loss-class errors
-// inside every operation. Default: [retry.Default]. nil means no retries.
+// inside every operation, and paces every background loop of the client and
+// its recipes (cleanup of abandoned nodes, re-arming watches,
+// re-campaigning, observing), which keep its last pace, at least 100ms,
+// where it would give up. Default: [retry.Default]. nil means no retries.
+// A policy built from invalid arguments makes [Connect] fail with
+// [ErrInvalidArgument].
 func WithRetryPolicy(p retry.Policy) Option {
 	return func(c *config) { c.retry = p }
 }
@@ -119,19 +135,19 @@ func WithRetryPolicy(p retry.Policy) Option {
 // WithTracerProvider sets the OpenTelemetry tracer provider for acquire,
 // release and leadership spans. Default: the otel global provider.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) { c.tracerProvider = tp }
+	return func(c *config) { c.tracerProvider, c.tracerSet = tp, true }
 }
 
 // WithMeterProvider sets the OpenTelemetry meter provider. Default: the
 // otel global provider.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) { c.meterProvider = mp }
+	return func(c *config) { c.meterProvider, c.meterSet = mp, true }
 }
 
 // WithDialer sets the function that opens TCP connections to the servers.
 // Default: net.DialTimeout.
 func WithDialer(d zk.Dialer) Option {
-	return func(c *config) { c.dialer = d }
+	return func(c *config) { c.dialer, c.dialerSet = d, true }
 }
 
 // WithCleanupGrace sets how long a failed or cancelled acquire waits, after

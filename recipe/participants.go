@@ -3,8 +3,10 @@ package recipe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -27,14 +29,23 @@ type Participant struct {
 	Session int64
 	// Token is the node's czxid, the fencing token it has when it holds.
 	Token int64
+	// Created is when the node was created (its ctime, by the server's
+	// clock).
+	Created time.Time
+	// Holder reports whether the node holds (the lock, a lease, the
+	// leadership) by the lock's driver, as of the listing.
+	Holder bool
 }
 
-// Participants returns the nodes of the lock directory in queue order (the
-// order in which they hold or will hold), with their data. Nodes that leave
-// while it reads are left out. A missing directory yields no participants.
+// Participants returns the nodes of the lock's queue (those carrying one
+// of the names of [LockSpec.Queue]) in queue order, the order in which
+// they hold or will hold, with their data; Holder is set by the lock's
+// driver. Nodes that leave while it reads are left out. A missing
+// directory yields no participants. Connection loss is retried under the
+// client's policy until ctx ends.
 func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	if ctx == nil {
-		return nil, ErrInvalidArgument
+		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
 	var names []string
 	err := l.c.retryDo(ctx, l.spec.Recipe+".participants", func(ctx context.Context) (err error) {
@@ -54,10 +65,8 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	for i, n := range sorted {
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			var data []byte
 			var st *zk.Stat
@@ -75,10 +84,11 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 					seq = -1
 				}
 				out[i] = Participant{Node: n, LockName: lockNameOf(n, l.queue), Sequence: seq,
-					Data: data, Session: st.EphemeralOwner, Token: st.Czxid}
+					Data: data, Session: st.EphemeralOwner, Token: st.Czxid,
+					Created: time.UnixMilli(st.Ctime)}
 				ok[i] = true
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -89,6 +99,14 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 		if ok[i] {
 			res = append(res, out[i])
 		}
+	}
+	names = make([]string, len(res))
+	for i, p := range res {
+		names[i] = p.Node
+	}
+	for i := range res {
+		dec, err := l.spec.Driver.Decide(names, res[i].Node)
+		res[i].Holder = err == nil && dec.Held
 	}
 	return res, nil
 }

@@ -5,29 +5,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-)
 
-// Attribute keys on spans and metrics. See docs/observability.md.
-const (
-	AttrRecipe   = attribute.Key("zkrecipes.recipe")           // "mutex", "rwlock.read", "semaphore", ...
-	AttrPath     = attribute.Key("zkrecipes.lock.path")        // the lock directory (spans only)
-	AttrNode     = attribute.Key("zkrecipes.lock.node")        // our node's name (spans only)
-	AttrToken    = attribute.Key("zkrecipes.lock.token")       // fencing token of the hold (spans only)
-	AttrPosition = attribute.Key("zkrecipes.lock.position")    // queue position when enqueued (spans only)
-	AttrWaitMs   = attribute.Key("zkrecipes.lock.wait_ms")     // time spent acquiring (spans only)
-	AttrCount    = attribute.Key("zkrecipes.lock.count")       // nodes acquired together (AcquireN)
-	AttrOutcome  = attribute.Key("zkrecipes.lock.outcome")     // acquired, timeout, cancelled, held_elsewhere, error
-	AttrReason   = attribute.Key("zkrecipes.lock.loss_reason") // session_expired, node_deleted, connection_suspended, client_closed, other
-)
-
-// Metric names. See docs/observability.md.
-const (
-	MetricAcquireDuration = "zkrecipes.lock.acquire.duration"
-	MetricAcquisitions    = "zkrecipes.lock.acquisitions"
-	MetricTimeouts        = "zkrecipes.lock.timeouts"
-	MetricLosses          = "zkrecipes.lock.losses"
-	MetricHolders         = "zkrecipes.lock.holders"
-	MetricWaiters         = "zkrecipes.lock.waiters"
+	"github.com/zkrecipes/zkrecipes/telemetry"
 )
 
 // instruments are the client's metric instruments. Every instrument is
@@ -45,23 +24,23 @@ func newInstruments(mp metric.MeterProvider) (instruments, error) {
 	m := mp.Meter(instrumentationName)
 	var ins instruments
 	var err, e error
-	ins.acquireDuration, e = m.Float64Histogram(MetricAcquireDuration, metric.WithUnit("s"),
+	ins.acquireDuration, e = m.Float64Histogram(telemetry.MetricAcquireDuration, metric.WithUnit("s"),
 		metric.WithDescription("Time from the start of an acquire to its outcome, including the wait in the queue."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 	err = errors.Join(err, e)
-	ins.acquisitions, e = m.Int64Counter(MetricAcquisitions, metric.WithUnit("{acquisition}"),
+	ins.acquisitions, e = m.Int64Counter(telemetry.MetricAcquisitions, metric.WithUnit("{acquisition}"),
 		metric.WithDescription("Successful acquires (reentrant ones excluded)."))
 	err = errors.Join(err, e)
-	ins.timeouts, e = m.Int64Counter(MetricTimeouts, metric.WithUnit("{acquire}"),
+	ins.timeouts, e = m.Int64Counter(telemetry.MetricTimeouts, metric.WithUnit("{acquire}"),
 		metric.WithDescription("Acquires that ended because their context's deadline passed."))
 	err = errors.Join(err, e)
-	ins.losses, e = m.Int64Counter(MetricLosses, metric.WithUnit("{hold}"),
+	ins.losses, e = m.Int64Counter(telemetry.MetricLosses, metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds that lost ownership, by reason."))
 	err = errors.Join(err, e)
-	ins.holders, e = m.Int64UpDownCounter(MetricHolders, metric.WithUnit("{hold}"),
+	ins.holders, e = m.Int64UpDownCounter(telemetry.MetricHolders, metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds currently in force in this process."))
 	err = errors.Join(err, e)
-	ins.waiters, e = m.Int64UpDownCounter(MetricWaiters, metric.WithUnit("{acquire}"),
+	ins.waiters, e = m.Int64UpDownCounter(telemetry.MetricWaiters, metric.WithUnit("{acquire}"),
 		metric.WithDescription("Acquires currently in progress in this process, waiting or looking (TryLock)."))
 	err = errors.Join(err, e)
 	return ins, err
@@ -85,5 +64,5 @@ func lossReason(err error) string {
 
 // recipeAttrs returns the metric attribute set of a recipe, built once per Lock.
 func recipeAttrs(recipe string) metric.MeasurementOption {
-	return metric.WithAttributeSet(attribute.NewSet(AttrRecipe.String(recipe)))
+	return metric.WithAttributeSet(attribute.NewSet(telemetry.AttrRecipe.String(recipe)))
 }

@@ -249,3 +249,54 @@ func invalidf(format string, args ...any) Policy {
 
 // NewBackOff implements [Policy]; the schedule never retries.
 func (invalid) NewBackOff() backoff.BackOff { return &backoff.StopBackOff{} }
+
+// Persistent returns a policy whose schedule follows p's and, where p's
+// would give up, goes on repeating its last sleep (at least floor) for
+// ever. It is for loops that must not give up and end only when an outside
+// event stops them, such as deleting an abandoned lock node until the
+// session ends: they keep p's pace without hammering a server that is
+// down. An invalid p yields an invalid policy; floor must be positive.
+func Persistent(p Policy, floor time.Duration) Policy {
+	if p == nil {
+		p = None()
+	}
+	switch {
+	case Validate(p) != nil:
+		return p
+	case floor <= 0:
+		return invalidf("Persistent: floor %v is not positive", floor)
+	}
+	return persistent{p: p, floor: floor}
+}
+
+type persistent struct {
+	p     Policy
+	floor time.Duration
+}
+
+// NewBackOff implements [Policy].
+func (p persistent) NewBackOff() backoff.BackOff {
+	return &persistentBackOff{next: p.p.NewBackOff(), last: p.floor, floor: p.floor}
+}
+
+type persistentBackOff struct {
+	next        backoff.BackOff
+	last, floor time.Duration
+	exhausted   bool
+}
+
+func (b *persistentBackOff) NextBackOff() time.Duration {
+	if !b.exhausted {
+		if d := b.next.NextBackOff(); d >= 0 {
+			b.last = max(d, b.floor)
+			return b.last
+		}
+		b.exhausted = true
+	}
+	return b.last
+}
+
+func (b *persistentBackOff) Reset() {
+	b.next.Reset()
+	b.last, b.exhausted = b.floor, false
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cenkalti/backoff/v4"
 )
 
 var (
@@ -50,47 +52,94 @@ func Do(ctx context.Context, p Policy, fn func(ctx context.Context) error) error
 // If p was built from invalid arguments, DoNotify returns an error
 // wrapping [ErrInvalidPolicy] without calling fn.
 func DoNotify(ctx context.Context, p Policy, fn func(ctx context.Context) error, notify func(err error, wait time.Duration)) error {
-	if p == nil {
-		p = None()
+	if err := Validate(p); err != nil {
+		return err
 	}
-	if inv, ok := p.(invalid); ok {
-		return inv.err
-	}
-	b := p.NewBackOff()
-	var last error
-	for attempts := 0; ; {
-		if ctx.Err() != nil {
-			return interrupted(ctx, attempts, last)
+	w := NewWaiter(p, notify)
+	for {
+		if err := ctx.Err(); err != nil {
+			return w.interrupted(ctx)
 		}
 		err := fn(ctx)
-		attempts++
 		if err == nil {
 			return nil
 		}
-		if !Retryable(err) {
+		if err := w.Wait(ctx, err); err != nil {
 			return err
 		}
-		last = err
-		if ctx.Err() != nil {
-			return interrupted(ctx, attempts, last)
-		}
-		wait := b.NextBackOff()
-		if wait < 0 {
-			return fmt.Errorf("%w after %d attempts: %w", ErrGaveUp, attempts, last)
-		}
-		if notify != nil {
-			notify(last, wait)
-		}
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return interrupted(ctx, attempts, last)
-			case <-t.C:
-			}
+	}
+}
+
+// Validate returns nil for a usable policy (nil counts as [None]) and an
+// error wrapping [ErrInvalidPolicy] for one built from invalid arguments,
+// so that a program can refuse it before the first operation needs it.
+func Validate(p Policy) error {
+	if inv, ok := p.(invalid); ok {
+		return inv.err
+	}
+	return nil
+}
+
+// Waiter is the step-by-step form of [DoNotify], for loops that make
+// progress between failures and want a fresh schedule after each success
+// ([Waiter.Reset]). It is not safe for concurrent use.
+type Waiter struct {
+	b        backoff.BackOff
+	notify   func(err error, wait time.Duration)
+	attempts int
+	last     error
+}
+
+// NewWaiter returns a Waiter on a fresh schedule of p (nil means [None];
+// an invalid policy never retries, see [Validate]). notify, if not nil, is
+// called with the error and the wait before every retry.
+func NewWaiter(p Policy, notify func(err error, wait time.Duration)) *Waiter {
+	if p == nil {
+		p = None()
+	}
+	return &Waiter{b: p.NewBackOff(), notify: notify}
+}
+
+// Wait is called after an attempt failed with err. It returns nil once it
+// has slept the next interval of the schedule (retry now), or the error
+// that ends the loop: err itself when it is not [Retryable], an error
+// wrapping [ErrGaveUp] and err when the schedule allows no more retries,
+// or, when ctx ends, an error wrapping ctx.Err() (and its cause) and err,
+// as [DoNotify] documents.
+func (w *Waiter) Wait(ctx context.Context, err error) error {
+	w.attempts++
+	if !Retryable(err) {
+		return err
+	}
+	w.last = err
+	if ctx.Err() != nil {
+		return w.interrupted(ctx)
+	}
+	wait := w.b.NextBackOff()
+	if wait < 0 {
+		return fmt.Errorf("%w after %d attempts: %w", ErrGaveUp, w.attempts, err)
+	}
+	if w.notify != nil {
+		w.notify(err, wait)
+	}
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return w.interrupted(ctx)
+		case <-t.C:
 		}
 	}
+	return nil
+}
+
+// Reset starts the schedule afresh, after the loop made progress. The
+// attempt count goes on.
+func (w *Waiter) Reset() { w.b.Reset() }
+
+func (w *Waiter) interrupted(ctx context.Context) error {
+	return interrupted(ctx, w.attempts, w.last)
 }
 
 // interrupted builds the error returned when ctx ends after the given

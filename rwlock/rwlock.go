@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -21,18 +22,22 @@ const (
 	CuratorWriteLockName = "__WRIT__"
 )
 
+// The read/write lock's sentinel errors. Each of the first four also
+// matches the engine's sentinel of the same meaning (recipe.ErrNotAcquired,
+// recipe.ErrWouldBlock, recipe.ErrNotHeld, recipe.ErrLost) with errors.Is,
+// as in every recipe.
 var (
-	// ErrNotHeld is returned by RUnlock and Unlock on a handle that holds
-	// nothing in that mode, with no I/O, and by RErr and Err when nothing is
-	// held in that mode.
-	ErrNotHeld = errors.New("rwlock: not held")
+	// ErrNotAcquired is wrapped by every error of a failed RLock or Lock,
+	// together with the cause (for a timeout, context.DeadlineExceeded).
+	ErrNotAcquired = engine.Sentinel("rwlock: not acquired", recipe.ErrNotAcquired)
 	// ErrLocked is returned by TryRLock and TryLock when the lock cannot be
 	// had at once: a writer holds it or, for TryLock, anybody holds it or is
 	// queued ahead.
-	ErrLocked = errors.New("rwlock: locked elsewhere")
-	// ErrNotAcquired is wrapped by every error of a failed RLock or Lock,
-	// together with the cause (for a timeout, context.DeadlineExceeded).
-	ErrNotAcquired = errors.New("rwlock: not acquired")
+	ErrLocked = engine.Sentinel("rwlock: locked elsewhere", recipe.ErrWouldBlock)
+	// ErrNotHeld is returned by RUnlock and Unlock on a handle that holds
+	// nothing in that mode, with no I/O, and by RErr and Err when nothing is
+	// held in that mode.
+	ErrNotHeld = engine.Sentinel("rwlock: not held", recipe.ErrNotHeld)
 	// ErrUpgrade is wrapped (with ErrNotAcquired) by the error of Lock and
 	// TryLock on a handle that holds the read lock but not the write lock.
 	// Waiting would deadlock: the write would wait for this handle's own read
@@ -55,7 +60,7 @@ type options struct {
 
 // WithData sets the data stored in the lock's nodes, visible to
 // [RWLock.Participants] and to operators. Default:
-// [recipe.DefaultNodeData], the host name and pid.
+// [engine.DefaultNodeData], the host name and pid.
 func WithData(data []byte) Option {
 	return func(o *options) { o.data = append([]byte(nil), data...) }
 }
@@ -103,6 +108,7 @@ func (m Mode) String() string {
 // A handle is safe for concurrent use, but goroutines that must exclude
 // each other need handles of their own.
 type RWLock struct {
+	c           *recipe.Client
 	read, write *recipe.Lock
 	readName    string
 	writeName   string
@@ -124,7 +130,7 @@ type RWLock struct {
 // whose directory node is created (as a container) on first use. It checks
 // its input and does no I/O.
 func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
-	o := options{data: recipe.DefaultNodeData(), read: ReadLockName, write: WriteLockName}
+	o := options{data: engine.DefaultNodeData(), read: ReadLockName, write: WriteLockName}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("rwlock: %w: nil option", recipe.ErrInvalidArgument)
@@ -150,7 +156,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
 	}
-	return &RWLock{read: read, write: write, readName: o.read, writeName: o.write, data: o.data, sem: make(chan struct{}, 1)}, nil
+	return &RWLock{c: c, read: read, write: write, readName: o.read, writeName: o.write, data: o.data, sem: make(chan struct{}, 1)}, nil
 }
 
 // Path returns the lock's path.
@@ -212,12 +218,12 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) error {
 	if w != nil {
 		return rw.downgrade(ctx, w)
 	}
-	h, err := rw.read.Acquire(ctx, wait)
+	h, err := acquire(ctx, rw.read, wait)
 	if errors.Is(err, recipe.ErrWouldBlock) {
 		return fmt.Errorf("%w: read lock on %s", ErrLocked, rw.Path())
 	}
 	if err != nil {
-		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
+		return engine.Relabel(err, ErrNotAcquired)
 	}
 	rw.mu.Lock()
 	rw.r, rw.rn = h, 1
@@ -232,7 +238,7 @@ func (rw *RWLock) downgrade(ctx context.Context, w *recipe.Hold) error {
 	if err := w.Err(); err != nil {
 		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
 	}
-	lk, err := recipe.NewLock(rw.read.Client(), rw.Path(), recipe.LockSpec{
+	lk, err := recipe.NewLock(rw.c, rw.Path(), recipe.LockSpec{
 		Recipe:   "rwlock.read",
 		LockName: rw.readName,
 		Queue:    []string{rw.readName, rw.writeName},
@@ -241,12 +247,12 @@ func (rw *RWLock) downgrade(ctx context.Context, w *recipe.Hold) error {
 	if err != nil {
 		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
 	}
-	h, err := lk.Acquire(ctx, false)
+	h, err := lk.TryAcquire(ctx)
 	switch {
 	case errors.Is(err, recipe.ErrWouldBlock):
 		h = nil // a writer is queued behind w: ride on w
 	case err != nil:
-		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
+		return engine.Relabel(err, ErrNotAcquired)
 	}
 	rw.mu.Lock()
 	rw.r, rw.rn = h, 1
@@ -353,12 +359,12 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) error {
 		return fmt.Errorf("%w: %w: %s", ErrNotAcquired, ErrUpgrade, rw.Path())
 	}
 	rw.mu.Unlock()
-	h, err := rw.write.Acquire(ctx, wait)
+	h, err := acquire(ctx, rw.write, wait)
 	if errors.Is(err, recipe.ErrWouldBlock) {
 		return fmt.Errorf("%w: write lock on %s", ErrLocked, rw.Path())
 	}
 	if err != nil {
-		return fmt.Errorf("%w: write lock on %s: %w", ErrNotAcquired, rw.Path(), err)
+		return engine.Relabel(err, ErrNotAcquired)
 	}
 	rw.mu.Lock()
 	rw.w, rw.wn = h, 1
@@ -412,6 +418,14 @@ func (rw *RWLock) Unlock(ctx context.Context) error {
 		return fmt.Errorf("rwlock: unlock %s: %w", rw.Path(), err)
 	}
 	return nil
+}
+
+// acquire waits for lk, or with wait false only looks once.
+func acquire(ctx context.Context, lk *recipe.Lock, wait bool) (*recipe.Hold, error) {
+	if wait {
+		return lk.Acquire(ctx)
+	}
+	return lk.TryAcquire(ctx)
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -513,19 +527,27 @@ type Participant struct {
 
 // Participants returns the lock's queue in order, readers and writers
 // together, each with its mode and node data: the holders first (the leading
-// readers, or one writer), then the waiters. Readers queued behind a writer
-// wait for it; a writer waits for every node ahead of it.
+// readers, or one writer, marked Holder), then the waiters. Readers queued
+// behind a writer wait for it; a writer waits for every node ahead of it.
 func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("rwlock: participants: %w: nil context", recipe.ErrInvalidArgument)
+	}
 	ps, err := rw.write.Participants(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: participants of %s: %w", rw.Path(), err)
 	}
 	out := make([]Participant, len(ps))
+	writerAhead := false
 	for i, p := range ps {
 		m := Read
 		if p.LockName == rw.writeName {
 			m = Write
 		}
+		// A reader holds while no writer is ahead of it; a writer holds
+		// at the head of the queue.
+		p.Holder = (m == Read && !writerAhead) || (m == Write && i == 0)
+		writerAhead = writerAhead || m == Write
 		out[i] = Participant{Participant: p, Mode: m}
 	}
 	return out, nil

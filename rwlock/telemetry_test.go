@@ -11,7 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
-	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/telemetry"
 )
 
 // A read acquire that times out behind a writer, one woken by the writer's
@@ -70,14 +70,14 @@ func TestTracesAndMetrics(t *testing.T) {
 			t.Fatalf("got %d %s spans, want 2", len(spans), name)
 		}
 		for _, s := range spans {
-			if r, _ := locktest.SpanAttr(s, recipe.AttrRecipe); r.AsString() != want {
+			if r, _ := locktest.SpanAttr(s, telemetry.AttrRecipe); r.AsString() != want {
 				t.Errorf("%s span: recipe %q, want %q", name, r.AsString(), want)
 			}
-			if p, _ := locktest.SpanAttr(s, recipe.AttrPath); p.AsString() != path {
+			if p, _ := locktest.SpanAttr(s, telemetry.AttrPath); p.AsString() != path {
 				t.Errorf("%s span: path %q, want %q", name, p.AsString(), path)
 			}
-			if _, ok := locktest.SpanAttr(s, recipe.AttrWaitMs); !ok {
-				t.Errorf("%s span (%s) without %s", name, locktest.Outcome(s), recipe.AttrWaitMs)
+			if _, ok := locktest.SpanAttr(s, telemetry.AttrWaitMs); !ok {
+				t.Errorf("%s span (%s) without %s", name, locktest.Outcome(s), telemetry.AttrWaitMs)
 			}
 		}
 	}
@@ -105,12 +105,12 @@ func TestTracesAndMetrics(t *testing.T) {
 		if s.Parent().SpanID() != callerID {
 			t.Errorf("%s span is not a child of the caller's span", name)
 		}
-		if pos, ok := locktest.SpanAttr(s, recipe.AttrPosition); !ok || pos.AsInt64() != 1 {
+		if pos, ok := locktest.SpanAttr(s, telemetry.AttrPosition); !ok || pos.AsInt64() != 1 {
 			t.Errorf("%s span: queue position %v (set %v), want 1", name, pos.AsInt64(), ok)
 		}
 	}
 	for name, s := range map[string]sdktrace.ReadOnlySpan{"read timeout": readTimeout, "write timeout": writeTimeout} {
-		for _, k := range []attribute.Key{recipe.AttrNode, recipe.AttrToken} {
+		for _, k := range []attribute.Key{telemetry.AttrNode, telemetry.AttrToken} {
 			if _, ok := locktest.SpanAttr(s, k); ok {
 				t.Errorf("%s span carries %s", name, k)
 			}
@@ -123,20 +123,20 @@ func TestTracesAndMetrics(t *testing.T) {
 	if first.Parent().IsValid() {
 		t.Errorf("the first write acquire had no parent span, got %v", first.Parent().SpanID())
 	}
-	if _, ok := locktest.SpanAttr(first, recipe.AttrPosition); ok {
-		t.Errorf("an acquire that did not wait carries %s", recipe.AttrPosition)
+	if _, ok := locktest.SpanAttr(first, telemetry.AttrPosition); ok {
+		t.Errorf("an acquire that did not wait carries %s", telemetry.AttrPosition)
 	}
-	if n, _ := locktest.SpanAttr(first, recipe.AttrNode); n.AsString() != wnode {
+	if n, _ := locktest.SpanAttr(first, telemetry.AttrNode); n.AsString() != wnode {
 		t.Errorf("write span node %q, want %q", n.AsString(), wnode)
 	}
-	if tok, _ := locktest.SpanAttr(first, recipe.AttrToken); tok.AsInt64() != wtoken || wtoken <= 0 {
+	if tok, _ := locktest.SpanAttr(first, telemetry.AttrToken); tok.AsInt64() != wtoken || wtoken <= 0 {
 		t.Errorf("write span token %d, want %d (> 0)", tok.AsInt64(), wtoken)
 	}
 
-	if n, _ := locktest.SpanAttr(woken, recipe.AttrNode); n.AsString() != rnode {
+	if n, _ := locktest.SpanAttr(woken, telemetry.AttrNode); n.AsString() != rnode {
 		t.Errorf("read span node %q, want %q", n.AsString(), rnode)
 	}
-	if tok, _ := locktest.SpanAttr(woken, recipe.AttrToken); tok.AsInt64() != rtoken || rtoken <= wtoken {
+	if tok, _ := locktest.SpanAttr(woken, telemetry.AttrToken); tok.AsInt64() != rtoken || rtoken <= wtoken {
 		t.Errorf("read span token %d (reader's %d), want the reader's, above the writer's %d", tok.AsInt64(), rtoken, wtoken)
 	}
 	ev := woken.Events()
@@ -156,28 +156,28 @@ func TestTracesAndMetrics(t *testing.T) {
 		if len(rel) != 1 {
 			t.Fatalf("got %d %s spans, want 1", len(rel), name)
 		}
-		if n, _ := locktest.SpanAttr(rel[0], recipe.AttrNode); n.AsString() != node {
+		if n, _ := locktest.SpanAttr(rel[0], telemetry.AttrNode); n.AsString() != node {
 			t.Errorf("%s span node %q, want %q", name, n.AsString(), node)
 		}
-		if tok, _ := locktest.SpanAttr(rel[0], recipe.AttrToken); tok.AsInt64() <= 0 {
+		if tok, _ := locktest.SpanAttr(rel[0], telemetry.AttrToken); tok.AsInt64() <= 0 {
 			t.Errorf("%s span without a token", name)
 		}
 	}
 
 	rm := tel.Collect(t)
 	for _, r := range []string{"rwlock.read", "rwlock.write"} {
-		attr := recipe.AttrRecipe.String(r)
+		attr := telemetry.AttrRecipe.String(r)
 		locktest.WantSums(t, rm, attr, map[string]int64{
-			recipe.MetricAcquisitions: 1,
-			recipe.MetricTimeouts:     1,
-			recipe.MetricHolders:      0,
-			recipe.MetricWaiters:      0,
+			telemetry.MetricAcquisitions: 1,
+			telemetry.MetricTimeouts:     1,
+			telemetry.MetricHolders:      0,
+			telemetry.MetricWaiters:      0,
 		})
-		if got, _ := locktest.Sum(t, rm, recipe.MetricLosses, attr); got != 0 {
+		if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, attr); got != 0 {
 			t.Errorf("losses{%s} = %d, want 0", r, got)
 		}
 		for outcome, want := range map[string]uint64{"acquired": 1, "timeout": 1} {
-			if got := locktest.HistCount(t, rm, attr, recipe.AttrOutcome.String(outcome)); got != want {
+			if got := locktest.HistCount(t, rm, attr, telemetry.AttrOutcome.String(outcome)); got != want {
 				t.Errorf("acquire duration{%s, %s} has %d values, want %d", r, outcome, got, want)
 			}
 		}
@@ -194,7 +194,7 @@ func TestDowngradeTelemetry(t *testing.T) {
 	rw := newRW(t, tel.Client(t, srv.Addr()), path)
 	ctx := locktest.Ctx(t, 20*time.Second)
 	holders := func(r string) int64 {
-		got, _ := locktest.Sum(t, tel.Collect(t), recipe.MetricHolders, recipe.AttrRecipe.String(r))
+		got, _ := locktest.Sum(t, tel.Collect(t), telemetry.MetricHolders, telemetry.AttrRecipe.String(r))
 		return got
 	}
 
@@ -211,7 +211,7 @@ func TestDowngradeTelemetry(t *testing.T) {
 	if len(down) != 1 || locktest.Outcome(down[0]) != "acquired" {
 		t.Fatalf("downgrade read acquire spans %d (outcome %q), want 1 acquired", len(down), locktest.Outcome(down[0]))
 	}
-	if n, _ := locktest.SpanAttr(down[0], recipe.AttrNode); n.AsString() != rw.RNode() {
+	if n, _ := locktest.SpanAttr(down[0], telemetry.AttrNode); n.AsString() != rw.RNode() {
 		t.Errorf("downgrade span node %q, want the read node %q", n.AsString(), rw.RNode())
 	}
 	if err := rw.Unlock(ctx); err != nil {
@@ -249,12 +249,12 @@ func TestDowngradeTelemetry(t *testing.T) {
 	}
 	rm := tel.Collect(t)
 	for _, r := range []string{"rwlock.read", "rwlock.write"} {
-		locktest.WantSums(t, rm, recipe.AttrRecipe.String(r), map[string]int64{
-			recipe.MetricHolders: 0,
-			recipe.MetricWaiters: 0,
+		locktest.WantSums(t, rm, telemetry.AttrRecipe.String(r), map[string]int64{
+			telemetry.MetricHolders: 0,
+			telemetry.MetricWaiters: 0,
 		})
 	}
-	if got, _ := locktest.Sum(t, rm, recipe.MetricAcquisitions, recipe.AttrRecipe.String("rwlock.write")); got != 3 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricAcquisitions, telemetry.AttrRecipe.String("rwlock.write")); got != 3 {
 		t.Errorf("write acquisitions = %d, want 3", got)
 	}
 }
@@ -277,11 +277,11 @@ func TestLossMetric(t *testing.T) {
 		t.Fatal("RDone not closed after the read node was deleted")
 	}
 	rm := tel.Collect(t)
-	read := recipe.AttrRecipe.String("rwlock.read")
-	if got, _ := locktest.Sum(t, rm, recipe.MetricLosses, read, recipe.AttrReason.String("node_deleted")); got != 1 {
+	read := telemetry.AttrRecipe.String("rwlock.read")
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, read, telemetry.AttrReason.String("node_deleted")); got != 1 {
 		t.Fatalf("losses{rwlock.read, node_deleted} = %d, want 1", got)
 	}
-	if got, _ := locktest.Sum(t, rm, recipe.MetricHolders, read); got != 0 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricHolders, read); got != 0 {
 		t.Fatalf("read holders after the loss = %d, want 0", got)
 	}
 	_ = rw.RUnlock(context.Background())

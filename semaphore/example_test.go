@@ -57,7 +57,7 @@ func Example() {
 	if err := lease.Release(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("released:", errors.Is(lease.Err(), semaphore.ErrReleased))
+	fmt.Println("released:", errors.Is(lease.Err(), semaphore.ErrNotHeld))
 	// Output:
 	// working with one of 3 leases; token > 0: true
 	// released: true

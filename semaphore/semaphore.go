@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -14,15 +15,19 @@ import (
 // ZooKeeper recipe uses for leases.
 const LockName = "lease-"
 
+// The semaphore's sentinel errors. ErrNotAcquired, ErrNoLease, ErrNotHeld
+// and ErrLost also match the engine's sentinel of the same meaning
+// (recipe.ErrNotAcquired, recipe.ErrWouldBlock, recipe.ErrNotHeld,
+// recipe.ErrLost) with errors.Is, as in every recipe.
 var (
 	// ErrNotAcquired is wrapped by every error of a failed Acquire, AcquireN
 	// or TryAcquire (except [ErrNoLease]), together with the cause: for a
 	// timeout, context.DeadlineExceeded; for a cancellation,
 	// context.Canceled.
-	ErrNotAcquired = errors.New("semaphore: not acquired")
+	ErrNotAcquired = engine.Sentinel("semaphore: not acquired", recipe.ErrNotAcquired)
 	// ErrNoLease is returned by TryAcquire when every lease is taken. It
 	// wraps no other error.
-	ErrNoLease = errors.New("semaphore: no lease free")
+	ErrNoLease = engine.Sentinel("semaphore: no lease free", recipe.ErrWouldBlock)
 	// ErrMaxLeasesMismatch is wrapped, together with [ErrNotAcquired] and
 	// [recipe.ErrMismatch], by the error of an acquire on a path that was
 	// set up with another number of leases than this handle's. Every client
@@ -33,9 +38,9 @@ var (
 	// recipe.ErrNodeDeleted, recipe.ErrConnectionSuspended or
 	// recipe.ErrClosed.
 	ErrLost = recipe.ErrLost
-	// ErrReleased is returned by Lease.Err after a successful release, and
+	// ErrNotHeld is returned by Lease.Err after a successful release, and
 	// wrapped by the error of a Release on a lease already released.
-	ErrReleased = errors.New("semaphore: lease released")
+	ErrNotHeld = engine.Sentinel("semaphore: lease not held", recipe.ErrNotHeld)
 )
 
 // Option configures a Semaphore.
@@ -47,7 +52,7 @@ type options struct {
 
 // WithData sets the data stored in the semaphore's nodes, visible to
 // [Semaphore.Participants] and to operators. Default:
-// [recipe.DefaultNodeData], the host name and pid.
+// [engine.DefaultNodeData], the host name and pid.
 func WithData(data []byte) Option {
 	return func(o *options) { o.data = append([]byte(nil), data...) }
 }
@@ -78,7 +83,7 @@ func New(c *recipe.Client, path string, maxLeases int, opts ...Option) (*Semapho
 	if maxLeases < 1 {
 		return nil, fmt.Errorf("semaphore: %w: maxLeases = %d, must be at least 1", recipe.ErrInvalidArgument, maxLeases)
 	}
-	o := options{data: recipe.DefaultNodeData()}
+	o := options{data: engine.DefaultNodeData()}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("semaphore: %w: nil option", recipe.ErrInvalidArgument)
@@ -124,7 +129,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
 	}
-	h, err := s.lk.Acquire(ctx, true)
+	h, err := s.lk.Acquire(ctx)
 	if err != nil {
 		return nil, s.acquireError(err)
 	}
@@ -149,7 +154,7 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
 	}
-	hs, err := s.lk.AcquireN(ctx, n, true)
+	hs, err := s.lk.AcquireN(ctx, n)
 	if err != nil {
 		return nil, s.acquireError(err)
 	}
@@ -168,7 +173,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
 	}
-	h, err := s.lk.Acquire(ctx, false)
+	h, err := s.lk.TryAcquire(ctx)
 	if errors.Is(err, recipe.ErrWouldBlock) {
 		return nil, fmt.Errorf("%w: %s has %d leases, all taken", ErrNoLease, s.Path(), s.maxLeases)
 	}
@@ -179,11 +184,11 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 }
 
 func (s *Semaphore) acquireError(err error) error {
-	if errors.Is(err, recipe.ErrMismatch) {
+	if errors.Is(err, recipe.ErrMismatch) && !errors.Is(err, engine.ErrOtherKind) {
 		return fmt.Errorf("%w: %w: %s (this handle: %d leases): %w",
 			ErrNotAcquired, ErrMaxLeasesMismatch, s.Path(), s.maxLeases, err)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrNotAcquired, s.Path(), err)
+	return engine.Relabel(err, ErrNotAcquired)
 }
 
 // Participant is one node in the semaphore's queue.
@@ -217,7 +222,7 @@ type Lease struct {
 // returns an error wrapping [ErrLost] and the reason. If ctx ends before
 // the node is deleted, the deletion goes on in the background while the
 // session lives and the error wraps ctx.Err(). A second Release returns an
-// error wrapping [ErrReleased] without I/O.
+// error wrapping [ErrNotHeld] without I/O.
 func (l *Lease) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("semaphore: release: %w: nil lease", recipe.ErrInvalidArgument)
@@ -229,8 +234,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, recipe.ErrReleased):
-		return fmt.Errorf("semaphore: release %s/%s: %w", l.s.Path(), l.h.Node(), ErrReleased)
+	case errors.Is(err, recipe.ErrNotHeld):
+		return fmt.Errorf("semaphore: release %s/%s: %w", l.s.Path(), l.h.Node(), ErrNotHeld)
 	default:
 		return fmt.Errorf("semaphore: release %s/%s: %w", l.s.Path(), l.h.Node(), err)
 	}
@@ -243,15 +248,15 @@ func (l *Lease) Done() <-chan struct{} { return l.h.Done() }
 
 // Err returns nil while the lease is held and in force. Once Done is
 // closed it returns an error wrapping [ErrLost] and the reason if the lease
-// was lost, [ErrReleased] after a successful Release, or the error of a
+// was lost, [ErrNotHeld] after a successful Release, or the error of a
 // Release that could not delete the node.
 func (l *Lease) Err() error {
 	err := l.h.Err()
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, recipe.ErrReleased):
-		return ErrReleased
+	case errors.Is(err, recipe.ErrNotHeld):
+		return ErrNotHeld
 	default:
 		return fmt.Errorf("semaphore %s/%s: %w", l.s.Path(), l.h.Node(), err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
-	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/telemetry"
 )
 
 // With two leases held by one AcquireN: a TryAcquire that finds no lease,
@@ -71,17 +71,17 @@ func TestTracesAndMetrics(t *testing.T) {
 		t.Fatalf("got %d semaphore.acquire spans, want 4", len(acquires))
 	}
 	for _, s := range acquires {
-		if r, _ := locktest.SpanAttr(s, recipe.AttrRecipe); r.AsString() != "semaphore" {
+		if r, _ := locktest.SpanAttr(s, telemetry.AttrRecipe); r.AsString() != "semaphore" {
 			t.Errorf("span recipe %q, want semaphore", r.AsString())
 		}
-		if p, _ := locktest.SpanAttr(s, recipe.AttrPath); p.AsString() != path {
+		if p, _ := locktest.SpanAttr(s, telemetry.AttrPath); p.AsString() != path {
 			t.Errorf("span path %q, want %q", p.AsString(), path)
 		}
 	}
 	var both, woken sdktrace.ReadOnlySpan
 	var others []sdktrace.ReadOnlySpan
 	for _, s := range acquires {
-		switch _, isN := locktest.SpanAttr(s, recipe.AttrCount); {
+		switch _, isN := locktest.SpanAttr(s, telemetry.AttrCount); {
 		case isN:
 			both = s
 		case locktest.Outcome(s) == "acquired":
@@ -104,16 +104,16 @@ func TestTracesAndMetrics(t *testing.T) {
 	}
 
 	// AcquireN: one span for the n nodes, with the first node's name and token.
-	if c, _ := locktest.SpanAttr(both, recipe.AttrCount); c.AsInt64() != 2 {
+	if c, _ := locktest.SpanAttr(both, telemetry.AttrCount); c.AsInt64() != 2 {
 		t.Errorf("AcquireN span count %d, want 2", c.AsInt64())
 	}
 	if o := locktest.Outcome(both); o != "acquired" {
 		t.Errorf("AcquireN span outcome %q", o)
 	}
-	if n, _ := locktest.SpanAttr(both, recipe.AttrNode); n.AsString() != first {
+	if n, _ := locktest.SpanAttr(both, telemetry.AttrNode); n.AsString() != first {
 		t.Errorf("AcquireN span node %q, want the first lease's %q", n.AsString(), first)
 	}
-	if tok, _ := locktest.SpanAttr(both, recipe.AttrToken); tok.AsInt64() != held[0].Token() || tok.AsInt64() <= 0 {
+	if tok, _ := locktest.SpanAttr(both, telemetry.AttrToken); tok.AsInt64() != held[0].Token() || tok.AsInt64() <= 0 {
 		t.Errorf("AcquireN span token %d, want the first lease's %d", tok.AsInt64(), held[0].Token())
 	}
 	if both.Parent().IsValid() {
@@ -127,26 +127,26 @@ func TestTracesAndMetrics(t *testing.T) {
 		}
 	}
 	// TryAcquire looked once and never waited: no position, no event.
-	if _, ok := locktest.SpanAttr(noLease, recipe.AttrPosition); ok {
-		t.Errorf("TryAcquire span carries %s", recipe.AttrPosition)
+	if _, ok := locktest.SpanAttr(noLease, telemetry.AttrPosition); ok {
+		t.Errorf("TryAcquire span carries %s", telemetry.AttrPosition)
 	}
 	for name, s := range map[string]sdktrace.ReadOnlySpan{"timeout": timeout, "woken": woken} {
-		if pos, ok := locktest.SpanAttr(s, recipe.AttrPosition); !ok || pos.AsInt64() != 2 {
+		if pos, ok := locktest.SpanAttr(s, telemetry.AttrPosition); !ok || pos.AsInt64() != 2 {
 			t.Errorf("%s span: queue position %d (set %v), want 2", name, pos.AsInt64(), ok)
 		}
 	}
 	for name, s := range map[string]sdktrace.ReadOnlySpan{"no lease": noLease, "timeout": timeout} {
-		if _, ok := locktest.SpanAttr(s, recipe.AttrToken); ok {
+		if _, ok := locktest.SpanAttr(s, telemetry.AttrToken); ok {
 			t.Errorf("%s span carries a token", name)
 		}
 		if len(s.Events()) != 0 {
 			t.Errorf("%s span events %v, want none", name, s.Events())
 		}
 	}
-	if n, _ := locktest.SpanAttr(woken, recipe.AttrNode); n.AsString() != lease.Node() {
+	if n, _ := locktest.SpanAttr(woken, telemetry.AttrNode); n.AsString() != lease.Node() {
 		t.Errorf("woken span node %q, want %q", n.AsString(), lease.Node())
 	}
-	if tok, _ := locktest.SpanAttr(woken, recipe.AttrToken); tok.AsInt64() != lease.Token() || lease.Token() <= held[1].Token() {
+	if tok, _ := locktest.SpanAttr(woken, telemetry.AttrToken); tok.AsInt64() != lease.Token() || lease.Token() <= held[1].Token() {
 		t.Errorf("woken span token %d (lease %d), want the lease's, above %d", tok.AsInt64(), lease.Token(), held[1].Token())
 	}
 	ev := woken.Events()
@@ -165,18 +165,18 @@ func TestTracesAndMetrics(t *testing.T) {
 	}
 
 	rm := tel.Collect(t)
-	attr := recipe.AttrRecipe.String("semaphore")
+	attr := telemetry.AttrRecipe.String("semaphore")
 	locktest.WantSums(t, rm, attr, map[string]int64{
-		recipe.MetricAcquisitions: 3, // AcquireN counts each lease
-		recipe.MetricTimeouts:     1, // not the TryAcquire
-		recipe.MetricHolders:      0,
-		recipe.MetricWaiters:      0,
+		telemetry.MetricAcquisitions: 3, // AcquireN counts each lease
+		telemetry.MetricTimeouts:     1, // not the TryAcquire
+		telemetry.MetricHolders:      0,
+		telemetry.MetricWaiters:      0,
 	})
-	if got, _ := locktest.Sum(t, rm, recipe.MetricLosses, attr); got != 0 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, attr); got != 0 {
 		t.Errorf("losses = %d, want 0", got)
 	}
 	for outcome, want := range map[string]uint64{"acquired": 2, "timeout": 1, "held_elsewhere": 1} {
-		if got := locktest.HistCount(t, rm, attr, recipe.AttrOutcome.String(outcome)); got != want {
+		if got := locktest.HistCount(t, rm, attr, telemetry.AttrOutcome.String(outcome)); got != want {
 			t.Errorf("acquire duration{%s} has %d values, want %d", outcome, got, want)
 		}
 	}
@@ -190,8 +190,8 @@ func TestLossMetric(t *testing.T) {
 	tel := locktest.NewTelemetry(t)
 	s := newSem(t, tel.Client(t, srv.Addr()), path, 3)
 	a, b := acquire(t, s), acquire(t, s)
-	attr := recipe.AttrRecipe.String("semaphore")
-	if got, _ := locktest.Sum(t, tel.Collect(t), recipe.MetricHolders, attr); got != 2 {
+	attr := telemetry.AttrRecipe.String("semaphore")
+	if got, _ := locktest.Sum(t, tel.Collect(t), telemetry.MetricHolders, attr); got != 2 {
 		t.Fatalf("holders with two leases = %d, want 2", got)
 	}
 	raw := zktest.Connect(t, srv.Addr())
@@ -204,15 +204,15 @@ func TestLossMetric(t *testing.T) {
 		t.Fatal("Done not closed after the node was deleted")
 	}
 	rm := tel.Collect(t)
-	if got, _ := locktest.Sum(t, rm, recipe.MetricLosses, attr, recipe.AttrReason.String("node_deleted")); got != 1 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, attr, telemetry.AttrReason.String("node_deleted")); got != 1 {
 		t.Fatalf("losses{semaphore, node_deleted} = %d, want 1", got)
 	}
-	if got, _ := locktest.Sum(t, rm, recipe.MetricHolders, attr); got != 1 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricHolders, attr); got != 1 {
 		t.Fatalf("holders after one loss = %d, want 1", got)
 	}
 	_ = a.Release(context.Background())
 	release(t, b)
-	if got, _ := locktest.Sum(t, tel.Collect(t), recipe.MetricHolders, attr); got != 0 {
+	if got, _ := locktest.Sum(t, tel.Collect(t), telemetry.MetricHolders, attr); got != 0 {
 		t.Fatalf("holders after the release = %d, want 0", got)
 	}
 }

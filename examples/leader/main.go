@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -109,7 +110,7 @@ func (c *config) validate() error {
 	case c.member < 0:
 		return fmt.Errorf("-member %d: must be positive", c.member)
 	}
-	return recipe.ValidatePath(c.path)
+	return engine.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {
@@ -153,7 +154,7 @@ func runMember(cfg config, log *slog.Logger) int {
 		return 1
 	}
 	defer c.Close()
-	e, err := leader.New(c, cfg.path, leader.WithID(id), leader.WithLogger(log))
+	e, err := leader.New(c, cfg.path, leader.WithData([]byte(id)), leader.WithLogger(log))
 	if err != nil {
 		log.Error("cannot join the election", "err", err)
 		return 1
@@ -285,14 +286,17 @@ func runParent(cfg config, log *slog.Logger) int {
 
 	// The observer: every change of leader, as seen from outside.
 	type change struct {
-		info leader.Info
+		info leader.Participant
 		at   time.Time
 	}
 	octx, stopObserving := context.WithCancel(ctx)
 	defer stopObserving()
-	changes := watcher.Observe(octx)
+	changes, err := watcher.Observe(octx)
+	if err != nil {
+		panic(err)
+	}
 	var history []change
-	var current leader.Info
+	var current leader.Participant
 
 	for n := 1; n <= cfg.members; n++ {
 		start(n)
@@ -328,27 +332,27 @@ loop:
 				note = fmt.Sprintf("  (%v after the resignation)", now.Sub(resignedAt).Round(time.Millisecond))
 				resignedAt = time.Time{}
 			}
-			say("observes: the leader is %s, token=%#x%s", info.ID, info.Token, note)
+			say("observes: the leader is %s, token=%#x%s", string(info.Data), info.Token, note)
 			history = append(history, change{info, now})
 			current = info
 		case <-killAt:
-			if current.ID == "" {
+			if string(current.Data) == "" {
 				say("no leader to kill")
 				continue
 			}
-			if killed = signalMember(current.ID, syscall.SIGKILL); killed != nil {
+			if killed = signalMember(string(current.Data), syscall.SIGKILL); killed != nil {
 				killedAt = time.Now()
 				say("kills %s (pid %d) with SIGKILL: it cannot resign; ZooKeeper expires its session within %v",
-					current.ID, killed.cmd.Process.Pid, cfg.sessionTimeout)
+					string(current.Data), killed.cmd.Process.Pid, cfg.sessionTimeout)
 			}
 		case <-resignAt:
-			if current.ID == "" {
+			if string(current.Data) == "" {
 				say("no leader to ask to resign")
 				continue
 			}
-			if signalMember(current.ID, syscall.SIGUSR1) != nil {
+			if signalMember(string(current.Data), syscall.SIGUSR1) != nil {
 				resignedAt = time.Now()
-				say("asks %s to resign (SIGUSR1)", current.ID)
+				say("asks %s to resign (SIGUSR1)", string(current.Data))
 			}
 		case <-end:
 			break loop
@@ -389,7 +393,7 @@ loop:
 		if i+1 < len(history) {
 			until = fmt.Sprintf("%6.2fs", history[i+1].at.Sub(time.Unix(0, cfg.t0)).Seconds())
 		}
-		fmt.Printf("  %-9s token=%#x  from %6.2fs  until %s\n", ch.info.ID, ch.info.Token,
+		fmt.Printf("  %-9s token=%#x  from %6.2fs  until %s\n", string(ch.info.Data), ch.info.Token,
 			ch.at.Sub(time.Unix(0, cfg.t0)).Seconds(), until)
 	}
 	for i := 1; i < len(history); i++ {

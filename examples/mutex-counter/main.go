@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -118,7 +119,7 @@ func (c *config) validate() error {
 	case c.worker > 0 && c.file == "":
 		return errors.New("-worker needs -file")
 	}
-	return recipe.ValidatePath(c.path)
+	return engine.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {

@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
@@ -117,7 +118,7 @@ func (c *config) validate() error {
 	case c.role != "" && (c.file == "" || c.id < 1 || c.t0 == 0):
 		return errors.New("-role needs -file, -id and -t0")
 	}
-	return recipe.ValidatePath(c.path)
+	return engine.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {

@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
@@ -108,7 +109,7 @@ func (c *config) validate() error {
 	case c.worker < 0:
 		return fmt.Errorf("-worker %d: must be positive", c.worker)
 	}
-	return recipe.ValidatePath(c.path)
+	return engine.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {

@@ -44,6 +44,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -106,7 +107,7 @@ func (c *config) validate() error {
 	case c.role != "" && c.role != "first" && c.role != "second":
 		return fmt.Errorf("-role %q: want first or second", c.role)
 	}
-	return recipe.ValidatePath(c.path)
+	return engine.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
 // result is one measurement of one scenario.
@@ -34,7 +34,7 @@ type result struct {
 	Counts *perCycle
 }
 
-// perCycle is a recipe.Stats difference divided by the number of cycles.
+// perCycle is a engine.Stats difference divided by the number of cycles.
 type perCycle struct {
 	Creates float64 `json:"creates"`
 	Deletes float64 `json:"deletes"`
@@ -77,7 +77,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 // snapshot is what the counters said when a measurement started.
 type snapshot struct {
-	stats     recipe.Stats
+	stats     engine.Stats
 	packets   int64
 	packetsOK bool
 }
@@ -96,7 +96,7 @@ func (e *env) snapshot(b *bench) snapshot {
 type meter struct {
 	lat       []time.Duration
 	elapsed   time.Duration
-	stats     recipe.Stats // client activity while measured
+	stats     engine.Stats // client activity while measured
 	counted   bool
 	packets   int64 // server packets while measured
 	packetsOK bool
@@ -156,8 +156,8 @@ func (m *meter) result() result {
 	return r
 }
 
-func addStats(a, b recipe.Stats) recipe.Stats {
-	return recipe.Stats{
+func addStats(a, b engine.Stats) engine.Stats {
+	return engine.Stats{
 		Creates: a.Creates + b.Creates, Deletes: a.Deletes + b.Deletes,
 		Lists: a.Lists + b.Lists, Reads: a.Reads + b.Reads,
 		Wakeups: a.Wakeups + b.Wakeups, Retries: a.Retries + b.Retries,

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -40,7 +41,7 @@ type bench struct {
 }
 
 // counter reports the running totals of what a scenario's clients did.
-type counter func() recipe.Stats
+type counter func() engine.Stats
 
 // locker is one session's handle on a contended lock.
 type locker interface {
@@ -145,9 +146,9 @@ func openFloor(ctx context.Context, e *env, path string) (*bench, error) {
 			}
 			return nil
 		},
-		count: func() recipe.Stats {
+		count: func() engine.Stats {
 			n := cycles.Load()
-			return recipe.Stats{Creates: n, Lists: n, Deletes: n}
+			return engine.Stats{Creates: n, Lists: n, Deletes: n}
 		},
 		close: conn.Close,
 	}, nil
@@ -364,10 +365,10 @@ func openRecipeWith(ctx context.Context, e *env, path string, n int, opts []reci
 		}
 		b.lockers = append(b.lockers, l)
 	}
-	b.count = func() recipe.Stats {
-		var sum recipe.Stats
+	b.count = func() engine.Stats {
+		var sum engine.Stats
 		for _, c := range clients {
-			s := c.Stats()
+			s := engine.Of(c).Stats()
 			sum.Creates += s.Creates
 			sum.Deletes += s.Deletes
 			sum.Lists += s.Lists

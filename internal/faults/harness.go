@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/retry"
@@ -218,10 +219,10 @@ func (c *Cell) Proxies() []*zktest.Proxy {
 }
 
 // Stats sums the clients' counters.
-func (c *Cell) Stats() recipe.Stats {
-	var s recipe.Stats
+func (c *Cell) Stats() engine.Stats {
+	var s engine.Stats
 	for _, w := range c.Workers {
-		st := w.Client.Stats()
+		st := engine.Of(w.Client).Stats()
 		s.Creates += st.Creates
 		s.Deletes += st.Deletes
 		s.Lists += st.Lists
@@ -263,7 +264,7 @@ type episodeLog struct {
 	intervals []Interval
 	calls     []call
 	stopAt    time.Time // when the episode's context ended
-	stats     recipe.Stats
+	stats     engine.Stats
 	start     time.Time
 	notes     []string // observations that are not failures
 	problems  []string // failures other than violations and leaks
@@ -292,7 +293,7 @@ func (l *episodeLog) problem(format string, args ...any) {
 // begin starts an episode: the cell's log is reset.
 func (c *Cell) begin() {
 	c.mu.Lock()
-	c.ep = &episodeLog{stats: c.Stats(), start: time.Now()}
+	c.ep = &episodeLog{stats: engine.Of(c).Stats(), start: time.Now()}
 	c.mu.Unlock()
 }
 

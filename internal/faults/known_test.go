@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/faults"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
@@ -278,7 +279,7 @@ func TestNoOrphanAfterCreateQueuedAcrossExpiry(t *testing.T) {
 	time.Sleep(session + time.Second)
 	p.Blackhole(false)
 	time.Sleep(100 * time.Millisecond)
-	if got := c.Conn().SessionID(); got != old {
+	if got := engine.Of(c).Conn().SessionID(); got != old {
 		t.Fatalf("go-zookeeper already left session %#x (now %#x): the test cannot set up the race", old, got)
 	}
 	lctx, lcancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -288,7 +289,7 @@ func TestNoOrphanAfterCreateQueuedAcrossExpiry(t *testing.T) {
 		t.Fatalf("Lock while reconnecting = %v, want a deadline error", err)
 	}
 	locktest.Eventually(t, 20*time.Second, "a new session", func() bool {
-		s := c.Conn().SessionID()
+		s := engine.Of(c).Conn().SessionID()
 		return s != 0 && s != old
 	})
 	time.Sleep(3 * time.Second) // the queued create lands; cleanup has had time
@@ -298,7 +299,7 @@ func TestNoOrphanAfterCreateQueuedAcrossExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range left {
-		if n.Owner == c.Conn().SessionID() {
+		if n.Owner == engine.Of(c).Conn().SessionID() {
 			t.Errorf("orphan %s is owned by the client's live session %#x, no acquire is running and nothing will delete it",
 				n.Name, n.Owner)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/faults"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
@@ -188,10 +189,10 @@ func TestWaiterHeapIndependentOfQueue(t *testing.T) {
 	}
 }
 
-func sumStats(cs []*recipe.Client) recipe.Stats {
-	var s recipe.Stats
+func sumStats(cs []*recipe.Client) engine.Stats {
+	var s engine.Stats
 	for _, c := range cs {
-		st := c.Stats()
+		st := engine.Of(c).Stats()
 		s.Reads += st.Reads
 		s.Creates += st.Creates
 		s.Lists += st.Lists

@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -153,10 +154,10 @@ func Queued[P any](t testing.TB, n int, participants func(context.Context) ([]P,
 func Settle(t testing.TB, c *recipe.Client) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	last := c.Stats().RoundTrips()
+	last := engine.Of(c).Stats().RoundTrips()
 	for time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
-		now := c.Stats().RoundTrips()
+		now := engine.Of(c).Stats().RoundTrips()
 		if now == last {
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/telemetry"
 )
 
 // Telemetry is an SDK tracer provider recording every ended span and a
@@ -80,9 +81,9 @@ func SpanAttr(s sdktrace.ReadOnlySpan, k attribute.Key) (attribute.Value, bool) 
 	return attribute.Value{}, false
 }
 
-// Outcome returns the span's recipe.AttrOutcome, or "" if it has none.
+// Outcome returns the span's telemetry.AttrOutcome, or "" if it has none.
 func Outcome(s sdktrace.ReadOnlySpan) string {
-	v, _ := SpanAttr(s, recipe.AttrOutcome)
+	v, _ := SpanAttr(s, telemetry.AttrOutcome)
 	return v.AsString()
 }
 
@@ -137,7 +138,7 @@ func Sum(t testing.TB, rm metricdata.ResourceMetrics, name string, want ...attri
 }
 
 // HistCount returns how many values the acquire duration histogram
-// (recipe.MetricAcquireDuration) holds for the points that carry every
+// (telemetry.MetricAcquireDuration) holds for the points that carry every
 // attribute of want. It fails the test if the metric is not a float64
 // histogram.
 func HistCount(t testing.TB, rm metricdata.ResourceMetrics, want ...attribute.KeyValue) uint64 {
@@ -145,7 +146,7 @@ func HistCount(t testing.TB, rm metricdata.ResourceMetrics, want ...attribute.Ke
 	var n uint64
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != recipe.MetricAcquireDuration {
+			if m.Name != telemetry.MetricAcquireDuration {
 				continue
 			}
 			h, ok := m.Data.(metricdata.Histogram[float64])

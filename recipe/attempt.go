@@ -1,0 +1,284 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/telemetry"
+)
+
+// protectedPrefix starts every node name the engine creates, followed by a
+// UUID and a dash: Curator's format, so Curator recognises our nodes and a
+// lost create reply can be recovered by searching for the UUID.
+const protectedPrefix = "_c_"
+
+// maxSetupTries bounds the immediate retries of a create that fails because
+// the lock directory vanished (reaped as an empty container) or the session
+// changed under it. Each is a normal outcome, not a fault; repeating one
+// this often means something else is wrong.
+const maxSetupTries = 8
+
+// phase is where an attempt stands. Each phase is one small function that
+// does at most one round trip and names the phase that follows:
+//
+//	enqueuing -> verifying -> deciding -> arming -> waiting -> deciding ...
+//	                                  \-> held (or ErrWouldBlock for a try)
+//
+// relisting reads the queue again when the known one is out of date. Any
+// phase may send the attempt back to verifying (our node's standing is in
+// doubt) or to enqueuing (our node is gone: start over with a new UUID).
+type phase int
+
+const (
+	enqueuing phase = iota // create our node, or find the one a lost reply created
+	verifying              // list the queue, check the directory and our node's owner
+	relisting              // list the queue again; our node is known good
+	deciding               // ask the driver; no I/O
+	arming                 // set watches on the nodes the driver named
+	waiting                // block until something watched changes
+	held                   // done: the driver says our node holds
+)
+
+// creation is what is known of the create behind our node.
+type creation int
+
+const (
+	notCreated    creation = iota // nothing sent under the current UUID
+	createUnknown                 // a create was sent and its reply lost
+	createdHere                   // our create's reply named the node
+	foundAgain                    // found by its UUID after a lost reply
+)
+
+// attempt is the state of one node of one acquire. Its phases resume from
+// it after every retried error, so a retry never enqueues a second node.
+type attempt struct {
+	l     *Lock
+	try   bool // look once, do not wait
+	span  trace.Span
+	phase phase
+
+	// Our node.
+	prefix   string          // "_c_<uuid>-"
+	node     string          // our child name, once known
+	created  creation        // how node came to be known
+	session  int64           // session that sent the create
+	token    int64           // czxid of our node, 0 until known
+	dupRisk  bool            // a create of unknown outcome was not found: it may yet appear
+	inflight <-chan struct{} // a create abandoned when ctx ended
+
+	// What we know of the queue and what we watch.
+	ep      *epoch          // epoch in which our node was verified
+	ownW    <-chan zk.Event // watch on our own node
+	queue   []string        // the queue as last known, sorted
+	stale   bool            // the queue changed since it was listed
+	trimmed bool            // queue holds only the watched window up to our node
+	watch   []string        // the nodes the driver named
+	watches map[string]<-chan zk.Event
+}
+
+func newAttempt(l *Lock, try bool, span trace.Span) *attempt {
+	a := &attempt{l: l, try: try, span: span}
+	a.newID()
+	return a
+}
+
+// newID starts the attempt over under a fresh UUID: our node is gone or
+// was never made.
+func (a *attempt) newID() {
+	if a.dupRisk {
+		// A lost create under the old UUID may still appear: sweep for it.
+		a.l.c.cleanup(cleanupJob{dir: a.l.dir, prefix: a.prefix, sweep: true})
+		a.dupRisk = false
+	}
+	*a = attempt{l: a.l, try: a.try, span: a.span, inflight: a.inflight,
+		prefix: protectedPrefix + uuid.NewString() + "-"}
+}
+
+// run takes the attempt through its phases until it holds, retrying
+// connection loss under the client's retry policy. Every phase that
+// completes a round trip is progress and starts the schedule afresh, so a
+// connection loss late in a long wait gets the whole schedule.
+func (a *attempt) run(ctx context.Context) error {
+	w := a.l.c.waiter(a.l.spec.Recipe + ".acquire")
+	for a.phase != held {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		progress, err := a.step(ctx)
+		if err != nil {
+			if err := w.Wait(ctx, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if progress {
+			w.Reset()
+		}
+	}
+	return nil
+}
+
+// step runs the current phase once; progress reports a successful round trip.
+func (a *attempt) step(ctx context.Context) (progress bool, err error) {
+	switch a.phase {
+	case enqueuing:
+		return enqueue(ctx, []*attempt{a})
+	case verifying:
+		return a.verify(ctx)
+	case relisting:
+		return a.relist(ctx)
+	case deciding:
+		return false, a.decide()
+	case arming:
+		return a.arm(ctx)
+	case waiting:
+		return a.await(ctx)
+	}
+	return false, nil
+}
+
+// decide asks the driver whether our node holds, from the known queue.
+func (a *attempt) decide() error {
+	if a.stale && a.trimmed {
+		// The known queue was trimmed to the watched window: after a
+		// change in it, only a fresh listing can decide.
+		a.phase = relisting
+		return nil
+	}
+	dec, err := a.l.spec.Driver.Decide(a.queue, a.node)
+	switch {
+	case errors.Is(err, driver.ErrNotInQueue):
+		a.phase = verifying // our node vanished from the listing: look again
+		return nil
+	case err != nil:
+		return err
+	case a.ep.ended():
+		a.phase = verifying
+		return nil
+	case a.ownGone():
+		return nil
+	case dec.Held:
+		a.phase = held
+		return nil
+	case a.try:
+		return ErrWouldBlock
+	case a.stale:
+		// Woken but not at the front of the known queue: the nodes still
+		// listed ahead are probably gone. One listing beats a read per
+		// stale node.
+		a.phase = relisting
+		return nil
+	}
+	a.span.SetAttributes(telemetry.AttrPosition.Int(dec.Position))
+	a.trim(dec)
+	a.watch = dec.Watch
+	a.phase = arming
+	return nil
+}
+
+// ownGone reports, without blocking, whether an event arrived for our node,
+// and sets the phase that follows it.
+func (a *attempt) ownGone() bool {
+	select {
+	case ev := <-a.ownW:
+		a.ownW = nil
+		a.phase = verifying
+		if ev.Type == zk.EventNodeDeleted {
+			a.newID()
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+// hold turns a successful attempt into a Hold watching its node.
+func (a *attempt) hold() *Hold {
+	return newHold(a.l, a.node, a.prefix, a.token, a.ep, a.dupRisk, a.ownW)
+}
+
+// abandon hands whatever node the attempt may have created to cleanup and
+// returns a channel closed when it is gone.
+func (a *attempt) abandon() <-chan struct{} {
+	if a.node == "" && a.created != createUnknown && a.inflight == nil {
+		return closedChan
+	}
+	j := cleanupJob{dir: a.l.dir, prefix: a.prefix, inflight: a.inflight,
+		sweep: a.node == "" || a.dupRisk}
+	if a.node != "" {
+		j.path = join(a.l.dir, a.node)
+	}
+	return a.l.c.cleanup(j)
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// group is one acquire: one attempt, or n enqueued together by AcquireN.
+type group []*attempt
+
+func newGroup(l *Lock, n int, try bool, span trace.Span) group {
+	g := make(group, n)
+	for i := range g {
+		g[i] = newAttempt(l, try, span)
+	}
+	return g
+}
+
+// run enqueues the group's nodes (in one transaction when there are
+// several) and waits for each in turn: the nodes are consecutive, so
+// waiting for each waits for all.
+func (g group) run(ctx context.Context) error {
+	if len(g) > 1 {
+		l := g[0].l
+		err := l.c.retryDo(ctx, l.spec.Recipe+".acquire", func(ctx context.Context) error {
+			_, err := enqueue(ctx, g)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, a := range g {
+		if err := a.run(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g group) holds() []*Hold {
+	hs := make([]*Hold, len(g))
+	for i, a := range g {
+		hs[i] = a.hold()
+	}
+	return hs
+}
+
+// abandon cleans up every node of a failed acquire, waiting up to the
+// client's cleanup grace for the deletions before leaving them to the
+// background.
+func (g group) abandon() {
+	cleaned := make([]<-chan struct{}, len(g))
+	for i, a := range g {
+		cleaned[i] = a.abandon()
+	}
+	grace := g[0].l.c.cfg.cleanupGrace
+	if grace <= 0 {
+		return
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for _, ch := range cleaned {
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package recipe
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/retry"
+)
+
+// Every backoff in the engine and the recipes takes its schedule from the
+// client's retry policy ([WithRetryPolicy]):
+//
+//   - operations a caller waits for (acquire, release, listing) retry
+//     connection loss under the policy as it is, and give up when it does;
+//   - background loops that must go on until something else stops them
+//     (cleanup of abandoned nodes, re-arming a hold's watch, re-campaigning,
+//     observing a leader) follow the same schedule and, where the policy
+//     would give up, keep its last pace, at least engine.MinBackgroundWait.
+
+// waiter returns a fresh schedule for an operation a caller waits for.
+func (c *Client) waiter(what string) *retry.Waiter {
+	return retry.NewWaiter(c.cfg.retry, c.noteRetry(what))
+}
+
+// retryDo runs fn under the client's retry policy.
+func (c *Client) retryDo(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	return retry.DoNotify(ctx, c.cfg.retry, fn, c.noteRetry(what))
+}
+
+// noteRetry counts and logs the retries of operation what.
+func (c *Client) noteRetry(what string) func(err error, wait time.Duration) {
+	return func(err error, wait time.Duration) {
+		c.stats.retries.Add(1)
+		c.log.Debug("retrying after connection loss", "op", what, "err", err, "wait", wait)
+	}
+}
+
+// errRetryLater is what a background loop hands its schedule: the loop
+// decides by itself which failures to retry.
+var errRetryLater = fmt.Errorf("recipe: retry later: %w", zk.ErrConnectionClosed)
+
+// pacer spaces the tries of a background loop.
+type pacer struct{ w *retry.Waiter }
+
+// pacer returns a fresh schedule for a background loop.
+func (c *Client) pacer() pacer {
+	return pacer{retry.NewWaiter(retry.Persistent(c.cfg.retry, engine.MinBackgroundWait), nil)}
+}
+
+// Pause sleeps until the next try is due; it reports false, at once, when
+// ctx ends first.
+func (p pacer) Pause(ctx context.Context) bool { return p.w.Wait(ctx, errRetryLater) == nil }
+
+// Reset starts the schedule afresh, after the loop made progress.
+func (p pacer) Reset() { p.w.Reset() }
