@@ -2,7 +2,6 @@ package recipe
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -368,101 +367,4 @@ func (c *Client) mapClosed(err error) error {
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return err
-}
-
-// wrapDialer records when bytes arrive from a server (for the watchdog) and
-// reads the session timeout the server granted from each connect response.
-func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
-	return func(network, address string, timeout time.Duration) (net.Conn, error) {
-		conn, err := dial(network, address, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids}}, nil
-	}
-}
-
-// trackedConn is a net.Conn that notes every read for the client and taps
-// create replies for their zxids (see wire.go).
-type trackedConn struct {
-	net.Conn
-	c    *Client
-	tap  wireTap
-	hdr  [20]byte // length, protocol version, granted timeout, session id of the connect response
-	hdrN int
-}
-
-func (t *trackedConn) Write(p []byte) (int, error) {
-	t.tap.noteWrite(p)
-	return t.Conn.Write(p)
-}
-
-func (t *trackedConn) Read(p []byte) (int, error) {
-	n, err := t.Conn.Read(p)
-	if n > 0 {
-		t.c.lastHeard.Store(time.Now().UnixNano())
-		t.tap.noteRead(p[:n])
-		if t.hdrN < len(t.hdr) {
-			t.hdrN += copy(t.hdr[t.hdrN:], p[:n])
-			if t.hdrN == len(t.hdr) {
-				if ms := int32(binary.BigEndian.Uint32(t.hdr[8:12])); ms > 0 {
-					t.c.negotiatedMs.Store(int64(ms))
-				}
-				t.c.wireSession.Store(int64(binary.BigEndian.Uint64(t.hdr[12:20])))
-			}
-		}
-	}
-	return n, err
-}
-
-// subscriber is one Subscribe call's unbounded, ordered queue.
-type subscriber struct {
-	mu       sync.Mutex
-	queue    []engine.Event
-	notify   chan struct{}
-	out      chan engine.Event
-	stop     chan struct{}
-	stopOnce sync.Once
-}
-
-func (s *subscriber) push(e engine.Event) {
-	s.mu.Lock()
-	s.queue = append(s.queue, e)
-	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (s *subscriber) close() { s.stopOnce.Do(func() { close(s.stop) }) }
-
-func (s *subscriber) pump() {
-	defer close(s.out)
-	for {
-		s.mu.Lock()
-		q := s.queue
-		s.queue = nil
-		s.mu.Unlock()
-		for _, e := range q {
-			select {
-			case s.out <- e:
-			case <-s.stop:
-				return
-			}
-		}
-		select {
-		case <-s.notify:
-		case <-s.stop:
-			return
-		}
-	}
-}
-
-// zkLogger sends go-zookeeper's log lines to the client's logger at debug
-// level (go-zookeeper logs to the standard logger by default).
-type zkLogger struct{ l *slog.Logger }
-
-func (z zkLogger) Printf(format string, args ...any) {
-	z.l.Debug(fmt.Sprintf(format, args...), "source", "go-zookeeper")
 }

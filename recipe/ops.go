@@ -100,12 +100,16 @@ func (c *Client) delete(ctx context.Context, path string) error {
 // When ctx ends before the reply, it returns ctx's error and a channel
 // closed once the request has finished, so cleanup can then look for the
 // nodes.
-func (c *Client) createNodes(ctx context.Context, paths []string, data []byte) (created []string, zxids []int64, inflight <-chan struct{}, err error) {
+func (c *Client) createNodes(ctx context.Context, paths []string, data []byte) ([]string, []int64, <-chan struct{}, error) {
 	const flags = zk.FlagEphemeral | zk.FlagSequence
-	created = make([]string, len(paths))
+	// The request may outlive this call (when ctx ends first): it writes
+	// only to out, which is read after a successful return.
+	out := make([]string, len(paths))
+	var inflight <-chan struct{}
+	var err error
 	if len(paths) == 1 {
 		inflight, err = c.callTracked(ctx, func() (err error) {
-			created[0], err = c.conn.Create(paths[0], data, flags, c.cfg.acl)
+			out[0], err = c.conn.Create(paths[0], data, flags, c.cfg.acl)
 			return err
 		})
 	} else {
@@ -113,29 +117,26 @@ func (c *Client) createNodes(ctx context.Context, paths []string, data []byte) (
 		for i, p := range paths {
 			ops[i] = &zk.CreateRequest{Path: p, Data: data, Acl: c.cfg.acl, Flags: flags}
 		}
-		var res []zk.MultiResponse
-		inflight, err = c.callTracked(ctx, func() (err error) {
-			res, err = c.conn.Multi(ops...)
-			return err
-		})
-		if err == nil { // an abandoned request may still be writing res
+		inflight, err = c.callTracked(ctx, func() error {
+			res, err := c.conn.Multi(ops...)
 			for i, r := range res {
-				if r.Error != nil {
+				if r.Error != nil && err == nil {
 					err = r.Error
 				}
-				created[i] = r.String
+				out[i] = r.String
 			}
-		}
+			return err
+		})
 	}
 	c.stats.creates.Add(1)
 	if err != nil {
 		return nil, nil, inflight, err
 	}
-	zxids = make([]int64, len(paths))
+	zxids := make([]int64, len(paths))
 	if len(paths) == 1 {
-		zxids[0], _ = c.zxids.take(created[0])
+		zxids[0], _ = c.zxids.take(out[0])
 	}
-	return created, zxids, nil, nil
+	return out, zxids, nil, nil
 }
 
 // callTracked is call for requests whose abandonment matters (creates):
