@@ -14,16 +14,16 @@ import (
 
 // Exit statuses of zklock itself (CMD's own status is passed through).
 const (
-	exitOK        = 0
-	exitConflict  = 1  // not acquired in time (or the value of -E)
-	exitNoLeader  = 3  // leader: nobody leads
-	exitUsage     = 64 // EX_USAGE: bad command line or environment
-	exitMismatch  = 65 // EX_DATAERR: PATH holds another kind of lock
-	exitFailure   = 69 // EX_UNAVAILABLE: ZooKeeper unreachable or failing
+	exitOK         = 0
+	exitConflict   = 1  // not acquired in time (or the value of -E)
+	exitNoLeader   = 3  // leader: nobody leads
+	exitUsage      = 64 // EX_USAGE: bad command line or environment
+	exitMismatch   = 65 // EX_DATAERR: PATH holds another kind of lock
+	exitFailure    = 69 // EX_UNAVAILABLE: ZooKeeper unreachable or failing
 	exitPermission = 77 // EX_NOPERM: ZooKeeper refused for lack of rights
-	exitLost      = 75 // EX_TEMPFAIL: the lock was lost while CMD ran
-	exitNoExec    = 126
-	exitNotFound  = 127
+	exitLost       = 75 // EX_TEMPFAIL: the lock was lost while CMD ran
+	exitNoExec     = 126
+	exitNotFound   = 127
 )
 
 // defaultServers is used when neither --zk nor ZKLOCK_SERVERS is set.
@@ -176,8 +176,11 @@ func (cmd *command) parse(args []string) (rest []string, help bool, err error) {
 func flagMessage(err error) string {
 	msg := err.Error()
 	const undef = "flag provided but not defined: "
-	if strings.HasPrefix(msg, undef) {
-		return "unknown flag " + strings.TrimPrefix(msg, undef)
+	if name, ok := strings.CutPrefix(msg, undef); ok {
+		if len(name) > 2 {
+			name = "-" + name
+		}
+		return "unknown flag " + name
 	}
 	return msg
 }

@@ -359,7 +359,7 @@ func TestCLI(t *testing.T) {
 			{"missing CMD", []string{"run", path}, exitUsage, "missing CMD"},
 			{"missing CMD after --", []string{"run", path, "--"}, exitUsage, "missing CMD"},
 			{"no leases", []string{"run", "--leases", "0", path, "true"}, exitUsage, "--leases 0"},
-			{"unknown flag", []string{"run", "--bogus", path, "true"}, exitUsage, "unknown flag -bogus"},
+			{"unknown flag", []string{"run", "--bogus", path, "true"}, exitUsage, "unknown flag --bogus"},
 			{"shared and exclusive", []string{"run", "-s", "-x", path, "true"}, exitUsage, "exclude"},
 			{"unknown command", []string{"lock", path}, exitUsage, "unknown command"},
 			{"ls extra argument", []string{"ls", path, "x"}, exitUsage, "unexpected argument"},

@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 )
 
 const mainHelp = `usage: zklock COMMAND [flags] ARGS...
@@ -66,6 +67,9 @@ exit status:
 zklock --version prints the version. The manual: docs/cli.md.
 `
 
+// mainUsage is what a usage error without a command prints.
+const mainUsage = "usage: zklock COMMAND [flags] ARGS...\nRun \"zklock --help\" for the commands.\n"
+
 func main() {
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
@@ -75,7 +79,7 @@ func main() {
 func Main(args []string, stdout, stderr io.Writer, env func(string) string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "zklock: missing COMMAND")
-		fmt.Fprint(stderr, mainHelp)
+		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
 	}
 	var cmd *command
@@ -98,7 +102,7 @@ func Main(args []string, stdout, stderr io.Writer, env func(string) string) int 
 		cmd = newRmCommand()
 	default:
 		fmt.Fprintf(stderr, "zklock: unknown command %q\n", args[0])
-		fmt.Fprint(stderr, mainHelp)
+		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
 	}
 	rest, help, err := cmd.parse(args[1:])
@@ -118,7 +122,8 @@ func Main(args []string, stdout, stderr io.Writer, env func(string) string) int 
 			fmt.Fprintf(stderr, "zklock %s: %s\n", cmd.name, ee.msg)
 		}
 		if ee.usage {
-			fmt.Fprint(stderr, cmd.help)
+			fmt.Fprintln(stderr, strings.SplitN(cmd.help, "\n", 2)[0])
+			fmt.Fprintf(stderr, "Run \"zklock %s --help\" for the flags.\n", cmd.name)
 		}
 		return ee.code
 	default:
