@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -346,6 +350,55 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("LsCurator", func(t *testing.T) {
+		t.Parallel()
+		java := curatorCommand(t)
+		path := zktest.UniquePath(t)
+		java.Args = append(java.Args, srv.Addr(), path, "curator-holder")
+		stdin, err := java.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := java.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var jerr bytes.Buffer
+		java.Stderr = &jerr
+		curator := startCmd(t)(java, nil, &jerr)
+		held := make(chan struct{})
+		go func() {
+			if line, _ := bufio.NewReader(stdout).ReadString('\n'); line == "held\n" {
+				close(held)
+			}
+			_, _ = io.Copy(io.Discard, stdout)
+		}()
+		select {
+		case <-held:
+		case <-curator.exited:
+			t.Fatalf("Curator holder ended: %s", jerr.String())
+		case <-time.After(40 * time.Second):
+			t.Fatalf("Curator holder did not take the lock: %s", jerr.String())
+		}
+		waiter := b.start(t, "run", path, "true")
+		waitChildren(t, conn, path, 2)
+		r := b.run(t, "ls", "--json", path)
+		wantCode(t, r, 0)
+		var l listing
+		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Participants) != 2 || l.Participants[0].Data != "curator-holder" || !*l.Participants[0].Holder ||
+			l.Participants[0].Kind != "mutex" || *l.Participants[1].Holder {
+			t.Fatalf("ls of a Curator holder and a zklock waiter:\n%s", r.stdout)
+		}
+		if !waiter.running() {
+			t.Fatal("zklock ran while Curator held the lock")
+		}
+		stdin.Close()
+		wantCode(t, waiter.wait(t, 20*time.Second), 0)
+	})
+
 	t.Run("BadInput", func(t *testing.T) {
 		t.Parallel()
 		path := zktest.UniquePath(t)
@@ -428,4 +481,28 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
+}
+
+// curatorJars are the jars of Debian's libcurator-recipes-java and its
+// dependencies that CuratorHold needs.
+var curatorJars = []string{"curator-client", "curator-framework", "curator-recipes",
+	"zookeeper", "zookeeper-jute", "guava", "slf4j-api", "slf4j-nop"}
+
+// curatorCommand returns the command that runs testdata/CuratorHold.java,
+// or skips the test when Java or Curator's jars are not installed.
+func curatorCommand(t *testing.T) *exec.Cmd {
+	t.Helper()
+	java, err := exec.LookPath("java")
+	if err != nil {
+		t.Skip("no java: install default-jre-headless and libcurator-recipes-java to test against Curator")
+	}
+	var cp []string
+	for _, j := range curatorJars {
+		p := filepath.Join("/usr/share/java", j+".jar")
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("no %s: install libcurator-recipes-java to test against Curator", p)
+		}
+		cp = append(cp, p)
+	}
+	return exec.Command(java, "-cp", strings.Join(cp, ":"), filepath.Join("testdata", "CuratorHold.java"))
 }
