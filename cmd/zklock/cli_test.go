@@ -120,6 +120,32 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("Signals", func(t *testing.T) {
+		t.Parallel()
+		path := zktest.UniquePath(t)
+		log := filepath.Join(t.TempDir(), "log")
+		holder := b.start(t, "run", path, "sh", "-c",
+			`trap 'echo int >> "$0"; exit 5' INT; echo start >> "$0"; while :; do sleep 0.05; done`, log)
+		locktest.Eventually(t, 20*time.Second, "CMD started", func() bool { return len(lines(t, log)) == 1 })
+		waiter := b.start(t, "run", path, "true")
+		waitChildren(t, conn, path, 2)
+
+		// SIGTERM to a zklock waiting for the lock: it gives up, leaving
+		// nothing behind.
+		_ = waiter.cmd.Process.Signal(syscall.SIGTERM)
+		wantCode(t, waiter.wait(t, 20*time.Second), 128+int(syscall.SIGTERM))
+		waitChildren(t, conn, path, 1)
+
+		// SIGINT to a zklock running CMD: CMD gets it; the lock is
+		// released after CMD exits, with CMD's status.
+		_ = holder.cmd.Process.Signal(syscall.SIGINT)
+		wantCode(t, holder.wait(t, 20*time.Second), 5)
+		if got := lines(t, log); !slices.Equal(got, []string{"start", "int"}) {
+			t.Errorf("CMD's log %v, want start and int", got)
+		}
+		waitChildren(t, conn, path, 0)
+	})
+
 	t.Run("Loss", func(t *testing.T) {
 		t.Parallel()
 		path := zktest.UniquePath(t)
