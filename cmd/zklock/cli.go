@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -26,8 +27,12 @@ const (
 	exitNotFound   = 127
 )
 
-// defaultServers is used when neither --zk nor ZKLOCK_SERVERS is set.
-const defaultServers = "127.0.0.1:2181"
+// Defaults of the connection flags: the servers when neither --zk nor
+// ZKLOCK_SERVERS is set, and --session-timeout.
+const (
+	defaultServers        = "127.0.0.1:2181"
+	defaultSessionTimeout = 10 * time.Second
+)
 
 // exitError ends the program with code after printing msg (and, for a
 // usage error, the command's usage) on stderr.
@@ -79,7 +84,7 @@ type connFlags struct {
 
 func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.servers, "zk", "", "")
-	fs.DurationVar(&c.sessionTimeout, "session-timeout", recipe.DefaultSessionTimeout, "")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", defaultSessionTimeout, "")
 }
 
 // connConfig is what connecting needs, checked before any I/O.
@@ -206,7 +211,7 @@ func splitCmd(args []string) (path string, argv []string, err error) {
 // checkPath refuses a PATH that cannot name a lock directory, before any
 // I/O.
 func checkPath(p string) error {
-	if err := recipe.ValidatePath(p); err != nil {
+	if err := engine.ValidatePath(p); err != nil {
 		return usageErr("PATH %s", strings.TrimPrefix(err.Error(), recipe.ErrInvalidPath.Error()+" "))
 	}
 	return nil

@@ -106,7 +106,7 @@ func TestCLI(t *testing.T) {
 				t.Errorf("run %d: ZKLOCK_TOKEN %q, want a positive number above %d", i, f[0], last)
 			}
 			last = tok
-			if f[1] != path || !strings.HasPrefix(f[2], recipe.ProtectedPrefix) || !strings.Contains(f[2], mutex.LockName) {
+			if f[1] != path || !strings.HasPrefix(f[2], "_c_") || !strings.Contains(f[2], mutex.LockName) {
 				t.Errorf("ZKLOCK_PATH %q, ZKLOCK_NODE %q; want %s and a protected lock- node", f[1], f[2], path)
 			}
 		}

@@ -2,21 +2,18 @@ package main
 
 import (
 	"context"
-	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
-
-// This file holds every use of a library name that is about to change, so
-// each change is made in one place.
 
 // newElection returns a participant of the election at path with the given
 // id (the library's default, host name:pid, when empty).
 func newElection(c *recipe.Client, path, id string) (*leader.Election, error) {
 	var opts []leader.Option
 	if id != "" {
-		opts = append(opts, leader.WithID(id))
+		opts = append(opts, leader.WithData([]byte(id)))
 	}
 	return leader.New(c, path, opts...)
 }
@@ -24,19 +21,22 @@ func newElection(c *recipe.Client, path, id string) (*leader.Election, error) {
 // currentLeader returns the id of the current leader; the error wraps
 // leader.ErrNoLeader when nobody campaigns.
 func currentLeader(ctx context.Context, e *leader.Election) (string, error) {
-	info, err := e.Leader(ctx)
-	return info.ID, err
+	p, err := e.Leader(ctx)
+	return string(p.Data), err
 }
 
 // observeLeaders delivers the id of every new leader until ctx ends.
 func observeLeaders(ctx context.Context, e *leader.Election) (<-chan string, error) {
-	infos := e.Observe(ctx)
+	ps, err := e.Observe(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ids := make(chan string)
 	go func() {
 		defer close(ids)
-		for info := range infos {
+		for p := range ps {
 			select {
-			case ids <- info.ID:
+			case ids <- string(p.Data):
 			case <-ctx.Done():
 			}
 		}
@@ -44,18 +44,9 @@ func observeLeaders(ctx context.Context, e *leader.Election) (<-chan string, err
 	return ids, nil
 }
 
-// nodeCreated returns when the node of p was created, and false when that
-// cannot be read (the node left meanwhile).
-func nodeCreated(ctx context.Context, c *recipe.Client, dir string, p recipe.Participant) (time.Time, bool) {
-	_, st, err := c.Conn().Exists(dir + "/" + p.Node)
-	if err != nil || st == nil || st.Ctime == 0 {
-		return time.Time{}, false
-	}
-	return time.UnixMilli(st.Ctime), true
-}
-
 // removeNode deletes the node named node of the lock directory dir,
-// whichever session owns it.
+// whichever session owns it. The library has no public call for this
+// operator's action; it is the one use of the engine's connection here.
 func removeNode(ctx context.Context, c *recipe.Client, dir, node string) error {
-	return c.Conn().Delete(dir+"/"+node, -1)
+	return engine.Of(c).Conn().Delete(dir+"/"+node, -1)
 }

@@ -221,7 +221,7 @@ type entry struct {
 	Sequence   int64     `json:"sequence"`
 	Session    string    `json:"session"`
 	Token      int64     `json:"token"`
-	Created    time.Time `json:"created,omitzero"`
+	Created    time.Time `json:"created"`
 	AgeSeconds *float64  `json:"age_seconds"`
 	Data       string    `json:"data"`
 }
@@ -234,12 +234,11 @@ type listing struct {
 
 // queue reads the queue of path with every recipe's lock names.
 func queue(ctx context.Context, c *recipe.Client, path string, leases int) ([]entry, error) {
-	d := queueDriver(leases)
 	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
 		Recipe:   "zklock",
 		LockName: mutex.LockName,
 		Queue:    queueNames,
-		Driver:   d,
+		Driver:   queueDriver(leases),
 	}, nil)
 	if err != nil {
 		return nil, err
@@ -247,10 +246,6 @@ func queue(ctx context.Context, c *recipe.Client, path string, leases int) ([]en
 	ps, err := lk.Participants(ctx)
 	if err != nil {
 		return nil, err
-	}
-	names := make([]string, len(ps))
-	for i, p := range ps {
-		names[i] = p.Node
 	}
 	now := time.Now()
 	out := make([]entry, len(ps))
@@ -264,12 +259,13 @@ func queue(ctx context.Context, c *recipe.Client, path string, leases int) ([]en
 			Token:    p.Token,
 			Data:     printable(p.Data),
 		}
-		if dec, err := d.Decide(names, p.Node); err == nil {
-			e.Holder = &dec.Held
+		if e.Kind != "lease" || leases > 0 {
+			held := p.Holder // decided by queueDriver
+			e.Holder = &held
 		}
-		if t, ok := nodeCreated(ctx, c, path, p); ok {
-			e.Created = t
-			age := now.Sub(t).Seconds()
+		if !p.Created.IsZero() {
+			e.Created = p.Created
+			age := now.Sub(p.Created).Seconds()
 			e.AgeSeconds = &age
 		}
 		out[i] = e
