@@ -1,0 +1,141 @@
+// Command zklock runs shell commands under ZooKeeper locks and leader
+// elections, and shows and clears lock queues: flock(1) for a ZooKeeper
+// cluster, for cron jobs, deploy scripts and operators.
+//
+//	zklock run [flags] PATH [--] CMD [ARG...]
+//	zklock elect [flags] PATH [--] CMD [ARG...]
+//	zklock leader [--watch] PATH
+//	zklock ls [--json] PATH
+//	zklock rm [--force] PATH NODE
+//
+// It is a thin program over the packages mutex, rwlock, semaphore and
+// leader: the locks it takes are the ones Go programs take with those
+// packages on the same path, and Curator's. Install it with
+//
+//	go install github.com/zkrecipes/zkrecipes/cmd/zklock@latest
+//
+// The manual is docs/cli.md; "zklock --help" and "zklock COMMAND --help"
+// print the same text.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+)
+
+const mainHelp = `usage: zklock COMMAND [flags] ARGS...
+
+Run commands under ZooKeeper locks and leader elections; show and clear
+lock queues.
+
+commands:
+  run [flags] PATH [--] CMD [ARG...]    run CMD while holding the lock at PATH
+  elect [flags] PATH [--] CMD [ARG...]  run CMD once elected leader at PATH
+  leader [--watch] PATH                 print the id of the leader at PATH
+  ls [--json] PATH                      list the queue of the lock at PATH
+  rm [--force] PATH NODE                delete one node of the queue at PATH
+
+flags of every command (before PATH; "--" ends the flags):
+  --zk HOST:PORT[,HOST:PORT...]   servers (default: $ZKLOCK_SERVERS,
+                                  else 127.0.0.1:2181)
+  --session-timeout DURATION      ZooKeeper session timeout, also the bound
+                                  on connecting (default 10s)
+  -h, --help                      print the command's help
+
+environment:
+  ZKLOCK_SERVERS   servers, when --zk is not given
+  ZKLOCK_AUTH      user:password for digest authentication
+
+exit status:
+  0    success (run, elect: CMD's status)
+  1    not acquired in time (or the value of -E)
+  3    leader: nobody leads
+  64   usage error
+  65   PATH holds another kind of lock
+  69   ZooKeeper unreachable, or a request failed
+  75   the lock was lost while CMD ran
+  77   ZooKeeper refused for lack of rights
+  126  CMD could not be executed
+  127  CMD not found
+  128+N  CMD was killed by signal N, or zklock was interrupted by it while
+         waiting
+
+zklock --version prints the version. The manual: docs/cli.md.
+`
+
+// mainUsage is what a usage error without a command prints.
+const mainUsage = "usage: zklock COMMAND [flags] ARGS...\nRun \"zklock --help\" for the commands.\n"
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// Main runs zklock with args (without the program name) and returns the
+// exit status.
+func Main(args []string, stdout, stderr io.Writer, env func(string) string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "zklock: missing COMMAND")
+		fmt.Fprint(stderr, mainUsage)
+		return exitUsage
+	}
+	var cmd *command
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, mainHelp)
+		return exitOK
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, "zklock", version())
+		return exitOK
+	case "run":
+		cmd = newRunCommand()
+	case "elect":
+		cmd = newElectCommand()
+	case "leader":
+		cmd = newLeaderCommand()
+	case "ls":
+		cmd = newLsCommand()
+	case "rm":
+		cmd = newRmCommand()
+	default:
+		fmt.Fprintf(stderr, "zklock: unknown command %q\n", args[0])
+		fmt.Fprint(stderr, mainUsage)
+		return exitUsage
+	}
+	rest, help, err := cmd.parse(args[1:])
+	if err == nil && help {
+		fmt.Fprint(stdout, cmd.help)
+		return exitOK
+	}
+	if err == nil {
+		err = cmd.run(&proc{stdout: stdout, stderr: stderr, getenv: env}, rest)
+	}
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "zklock %s: %s\n", cmd.name, ee.msg)
+		}
+		if ee.usage {
+			fmt.Fprintln(stderr, strings.SplitN(cmd.help, "\n", 2)[0])
+			fmt.Fprintf(stderr, "Run \"zklock %s --help\" for the flags.\n", cmd.name)
+		}
+		return ee.code
+	default:
+		fmt.Fprintf(stderr, "zklock %s: %v\n", cmd.name, err)
+		return exitFailure
+	}
+}
+
+// version returns the module version zklock was built from.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,414 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+const leaderHelp = `usage: zklock leader [flags] PATH
+
+Print the id of the current leader of the election at PATH (exit status 3
+when nobody leads).
+
+flags:
+  --watch                        print the id of every new leader, one per
+                                 line, until interrupted
+  --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
+                                 else 127.0.0.1:2181)
+  --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+`
+
+const lsHelp = `usage: zklock ls [flags] PATH
+
+List the queue of the lock directory PATH in order, whatever wrote it
+(zklock, the Go packages, Curator): position, state (holds, waits, or ?
+when unknown), kind (mutex, read, write, lease, latch), age, session,
+token (the node's czxid), node name and data (the holder's identity).
+
+flags:
+  --json                         print JSON instead of a table
+  --leases N                     the number of leases of a semaphore at PATH,
+                                 to tell its holders from its waiters
+  --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
+                                 else 127.0.0.1:2181)
+  --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+`
+
+const rmHelp = `usage: zklock rm [flags] PATH NODE
+
+Delete NODE (a name "zklock ls PATH" shows) from the queue of PATH, to
+clear a holder whose process is gone but whose session lingers. Without
+--force, only show what would be deleted. A holder that is still alive is
+told through its loss signal (a zklock running CMD stops it and exits 75).
+
+flags:
+  --force                        delete the node
+  --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
+                                 else 127.0.0.1:2181)
+  --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+`
+
+// queueTimeout bounds the requests of leader, ls and rm.
+const queueTimeout = 30 * time.Second
+
+func newLeaderCommand() *command {
+	cmd := newCommand("leader", leaderHelp)
+	var watch bool
+	cmd.fs.BoolVar(&watch, "watch", false, "")
+	cmd.run = func(p *proc, args []string) error {
+		if err := exactArgs(args, "PATH"); err != nil {
+			return err
+		}
+		path := args[0]
+		if err := checkPath(path); err != nil {
+			return err
+		}
+		cfg, err := cmd.conn.resolve(p.getenv)
+		if err != nil {
+			return err
+		}
+		c, err := connect(cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		e, err := newElection(c, path, "")
+		if err != nil {
+			return zkError(err)
+		}
+		if watch {
+			return watchLeaders(p, e)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
+		defer cancel()
+		id, err := currentLeader(ctx, e)
+		if errors.Is(err, leader.ErrNoLeader) {
+			return failf(exitNoLeader, "nobody leads at %s", path)
+		}
+		if err != nil {
+			return zkError(err)
+		}
+		fmt.Fprintln(p.stdout, id)
+		return nil
+	}
+	return cmd
+}
+
+// watchLeaders prints every new leader's id until SIGINT or SIGTERM.
+func watchLeaders(p *proc, e *leader.Election) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ids, err := observeLeaders(ctx, e)
+	if err != nil {
+		return zkError(err)
+	}
+	for id := range ids {
+		fmt.Fprintln(p.stdout, id)
+	}
+	return nil
+}
+
+// queueNames are the lock names of every recipe, ours and Curator's.
+var queueNames = []string{
+	mutex.LockName,
+	rwlock.ReadLockName, rwlock.WriteLockName,
+	rwlock.CuratorReadLockName, rwlock.CuratorWriteLockName,
+	semaphore.LockName,
+	leader.LockName,
+}
+
+// kindOf names the kind of a node from its lock name.
+func kindOf(lockName string) string {
+	switch lockName {
+	case mutex.LockName:
+		return "mutex"
+	case rwlock.ReadLockName, rwlock.CuratorReadLockName:
+		return "read"
+	case rwlock.WriteLockName, rwlock.CuratorWriteLockName:
+		return "write"
+	case semaphore.LockName:
+		return "lease"
+	case leader.LockName:
+		return "latch"
+	}
+	return "?"
+}
+
+// familyOf groups kinds that queue together: the read and write nodes of
+// a read/write lock form one queue.
+func familyOf(kind string) string {
+	if kind == "read" {
+		return "write"
+	}
+	return kind
+}
+
+// errUnknown is the decision of queueDriver on a lease node when the
+// number of leases is not known.
+var errUnknown = errors.New("zklock: number of leases unknown")
+
+// queueDriver decides whether a node of any kind holds, among the nodes
+// of its own family in the sorted queue, with the driver of its recipe.
+// leases is the number of leases of a semaphore, 0 when unknown.
+func queueDriver(leases int) driver.Driver {
+	return driver.DriverFunc(func(sorted []string, self string) (driver.Decision, error) {
+		kind := kindOf(lockNameOf(self))
+		var own []string
+		for _, n := range sorted {
+			if familyOf(kindOf(lockNameOf(n))) == familyOf(kind) {
+				own = append(own, n)
+			}
+		}
+		var d driver.Driver
+		switch kind {
+		case "read":
+			w := rwlock.WriteLockName
+			if strings.Contains(self, rwlock.CuratorReadLockName) {
+				w = rwlock.CuratorWriteLockName
+			}
+			d = driver.Read(w)
+		case "write":
+			d = driver.Write()
+		case "lease":
+			if leases < 1 {
+				return driver.Decision{}, errUnknown
+			}
+			var err error
+			if d, err = driver.Leases(leases); err != nil {
+				return driver.Decision{}, err
+			}
+		default:
+			d = driver.Mutex()
+		}
+		return d.Decide(own, self)
+	})
+}
+
+// lockNameOf returns the lock name of a node name: the one that occurs
+// last in it.
+func lockNameOf(node string) string {
+	best, at := "", -1
+	for _, ln := range queueNames {
+		if i := strings.LastIndex(node, ln); i > at {
+			best, at = ln, i
+		}
+	}
+	return best
+}
+
+// entry is one line of ls.
+type entry struct {
+	Position   int       `json:"position"`
+	Holder     *bool     `json:"holder"`
+	Kind       string    `json:"kind"`
+	Node       string    `json:"node"`
+	Sequence   int64     `json:"sequence"`
+	Session    string    `json:"session"`
+	Token      int64     `json:"token"`
+	Created    time.Time `json:"created"`
+	AgeSeconds *float64  `json:"age_seconds"`
+	Data       string    `json:"data"`
+}
+
+// listing is the JSON document of ls.
+type listing struct {
+	Path         string  `json:"path"`
+	Participants []entry `json:"participants"`
+}
+
+// queue reads the queue of path with every recipe's lock names.
+func queue(ctx context.Context, c *recipe.Client, path string, leases int) ([]entry, error) {
+	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
+		Recipe:   "zklock",
+		LockName: mutex.LockName,
+		Queue:    queueNames,
+		Driver:   queueDriver(leases),
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := lk.Participants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := make([]entry, len(ps))
+	for i, p := range ps {
+		e := entry{
+			Position: i,
+			Kind:     kindOf(p.LockName),
+			Node:     p.Node,
+			Sequence: p.Sequence,
+			Session:  "0x" + strconv.FormatInt(p.Session, 16),
+			Token:    p.Token,
+			Data:     printable(p.Data),
+		}
+		if e.Kind != "lease" || leases > 0 {
+			held := p.Holder // decided by queueDriver
+			e.Holder = &held
+		}
+		if !p.Created.IsZero() {
+			e.Created = p.Created
+			age := now.Sub(p.Created).Seconds()
+			e.AgeSeconds = &age
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// printable returns data as text, quoted when it is not plain UTF-8.
+func printable(data []byte) string {
+	s := string(data)
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+func newLsCommand() *command {
+	cmd := newCommand("ls", lsHelp)
+	var asJSON bool
+	var leases int
+	cmd.fs.BoolVar(&asJSON, "json", false, "")
+	cmd.fs.IntVar(&leases, "leases", 0, "")
+	cmd.run = func(p *proc, args []string) error {
+		if err := exactArgs(args, "PATH"); err != nil {
+			return err
+		}
+		path := args[0]
+		if err := checkPath(path); err != nil {
+			return err
+		}
+		if isSet(cmd.fs, "leases") && leases < 1 {
+			return usageErr("--leases %d: must be at least 1", leases)
+		}
+		cfg, err := cmd.conn.resolve(p.getenv)
+		if err != nil {
+			return err
+		}
+		c, err := connect(cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
+		defer cancel()
+		es, err := queue(ctx, c, path, leases)
+		if err != nil {
+			return zkError(err)
+		}
+		if asJSON {
+			enc := json.NewEncoder(p.stdout)
+			enc.SetIndent("", "  ")
+			if es == nil {
+				es = []entry{}
+			}
+			return enc.Encode(listing{Path: path, Participants: es})
+		}
+		printTable(p, es)
+		return nil
+	}
+	return cmd
+}
+
+// printTable prints entries as ls's table.
+func printTable(p *proc, es []entry) {
+	tw := tabwriter.NewWriter(p.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POS\tSTATE\tKIND\tAGE\tSESSION\tTOKEN\tNODE\tDATA")
+	for _, e := range es {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
+			e.Position, state(e.Holder), e.Kind, age(e.AgeSeconds), e.Session, e.Token, e.Node, e.Data)
+	}
+	_ = tw.Flush()
+}
+
+func state(holder *bool) string {
+	switch {
+	case holder == nil:
+		return "?"
+	case *holder:
+		return "holds"
+	}
+	return "waits"
+}
+
+func age(seconds *float64) string {
+	if seconds == nil {
+		return "?"
+	}
+	d := time.Duration(*seconds * float64(time.Second))
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func newRmCommand() *command {
+	cmd := newCommand("rm", rmHelp)
+	var force bool
+	cmd.fs.BoolVar(&force, "force", false, "")
+	cmd.run = func(p *proc, args []string) error {
+		if err := exactArgs(args, "PATH", "NODE"); err != nil {
+			return err
+		}
+		path, node := args[0], args[1]
+		if err := checkPath(path); err != nil {
+			return err
+		}
+		if node == "" || strings.ContainsRune(node, '/') {
+			return usageErr("NODE %q: want a node name as \"zklock ls\" shows it", node)
+		}
+		cfg, err := cmd.conn.resolve(p.getenv)
+		if err != nil {
+			return err
+		}
+		c, err := connect(cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
+		defer cancel()
+		es, err := queue(ctx, c, path, 0)
+		if err != nil {
+			return zkError(err)
+		}
+		var found []entry
+		for _, e := range es {
+			if e.Node == node {
+				found = append(found, e)
+			}
+		}
+		if len(found) == 0 {
+			return failf(exitConflict, "no node %s in the queue of %s", node, path)
+		}
+		if !force {
+			fmt.Fprintln(p.stdout, "would delete (run again with --force to delete):")
+			printTable(p, found)
+			return nil
+		}
+		if err := removeNode(ctx, c, path, node); err != nil {
+			return zkError(fmt.Errorf("delete %s/%s: %w", path, node, err))
+		}
+		fmt.Fprintf(p.stdout, "deleted %s/%s\n", path, node)
+		return nil
+	}
+	return cmd
+}

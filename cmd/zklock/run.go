@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphore"
+)
+
+const runHelp = `usage: zklock run [flags] PATH [--] CMD [ARG...]
+
+Take the lock at PATH, run CMD, release the lock when CMD exits, and exit
+with CMD's status. By default the lock is the mutex at PATH (the lock of
+mutex.New in Go and of Curator's InterProcessMutex).
+
+flags:
+  -w, --timeout DURATION         give up waiting after DURATION (500ms, 30s,
+                                 or a number of seconds; default: wait forever)
+  -n, --nonblock                 do not wait: give up if the lock is held
+  -E, --conflict-exit-code N     exit status when not acquired (default 1)
+  -s, --shared                   take the read lock of the read/write lock
+  -x, --exclusive                take the write lock of the read/write lock
+  --leases N                     take one lease of the N-lease semaphore
+  --kill-after DURATION          after a loss, SIGKILL CMD's process group
+                                 this long after SIGTERM (default 10s)
+  --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
+                                 else 127.0.0.1:2181)
+  --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+
+CMD runs in its own process group with ZKLOCK_TOKEN (the fencing token),
+ZKLOCK_PATH and ZKLOCK_NODE in its environment. SIGINT and SIGTERM are
+forwarded to it. If the lock is lost while CMD runs, CMD's process group
+gets SIGTERM (then SIGKILL after --kill-after) and zklock exits with 75.
+`
+
+const electHelp = `usage: zklock elect [flags] PATH [--] CMD [ARG...]
+
+Campaign for leadership at PATH; once leader, run CMD, resign when CMD
+exits, and exit with CMD's status. The election is the one of leader.New
+in Go and of Curator's LeaderLatch.
+
+flags:
+  --id ID                        this participant's id, shown by "zklock
+                                 leader" (default: host name:pid)
+  -w, --timeout DURATION         give up campaigning after DURATION
+                                 (default: wait forever)
+  -E, --conflict-exit-code N     exit status when not elected (default 1)
+  --kill-after DURATION          after a loss, SIGKILL CMD's process group
+                                 this long after SIGTERM (default 10s)
+  --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
+                                 else 127.0.0.1:2181)
+  --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+
+CMD runs as for "zklock run": its own process group, ZKLOCK_TOKEN,
+ZKLOCK_PATH and ZKLOCK_NODE, signals forwarded; on loss of leadership
+SIGTERM, then SIGKILL, and exit status 75.
+`
+
+// defaultKillAfter is --kill-after's default.
+const defaultKillAfter = 10 * time.Second
+
+// releaseTimeout bounds the release of the lock after CMD exits.
+const releaseTimeout = 10 * time.Second
+
+// holdFlags are the flags run and elect share.
+type holdFlags struct {
+	timeout      time.Duration
+	timeoutFlag  durationValue
+	nonblock     bool
+	conflictCode int
+	killAfter    time.Duration
+}
+
+func (h *holdFlags) register(cmd *command, withNonblock bool) {
+	fs := cmd.fs
+	h.timeoutFlag.d = &h.timeout
+	fs.Var(&h.timeoutFlag, "w", "")
+	fs.Var(&h.timeoutFlag, "timeout", "")
+	if withNonblock {
+		fs.BoolVar(&h.nonblock, "n", false, "")
+		fs.BoolVar(&h.nonblock, "nonblock", false, "")
+	}
+	fs.IntVar(&h.conflictCode, "E", exitConflict, "")
+	fs.IntVar(&h.conflictCode, "conflict-exit-code", exitConflict, "")
+	fs.DurationVar(&h.killAfter, "kill-after", defaultKillAfter, "")
+}
+
+func (h *holdFlags) check() error {
+	switch {
+	case h.timeoutFlag.set && h.timeout <= 0:
+		return usageErr("--timeout %v: must be positive", h.timeout)
+	case h.timeoutFlag.set && h.nonblock:
+		return usageErr("--timeout and --nonblock exclude each other")
+	case h.conflictCode < 0 || h.conflictCode > 255:
+		return usageErr("--conflict-exit-code %d: must be 0 to 255", h.conflictCode)
+	case h.killAfter < 0:
+		return usageErr("--kill-after %v: must not be negative", h.killAfter)
+	}
+	return nil
+}
+
+// waitContext returns the context of the wait for the lock: bounded by
+// --timeout and cancelled (with a signalError cause) by SIGINT or SIGTERM.
+// stop ends the signal watch and reports the signal that cancelled, if
+// any; the signals that arrive later are left in sigs.
+func (h *holdFlags) waitContext(sigs <-chan os.Signal) (ctx context.Context, stop func() os.Signal) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	var cancelTimer context.CancelFunc = func() {}
+	if h.timeoutFlag.set {
+		ctx, cancelTimer = context.WithTimeout(ctx, h.timeout)
+	}
+	quit := make(chan struct{})
+	got := make(chan os.Signal, 1)
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(fmt.Errorf("interrupted by %v", s))
+			got <- s
+		case <-quit:
+			got <- nil
+		}
+	}()
+	return ctx, func() os.Signal {
+		close(quit)
+		s := <-got
+		cancelTimer()
+		cancel(nil)
+		return s
+	}
+}
+
+// held is what run and elect hold while CMD runs: a mutex, a read or write
+// lock, a semaphore lease or a term of leadership.
+type held interface {
+	Token() int64
+	Node() string
+	Done() <-chan struct{}
+	Err() error
+	release(ctx context.Context) error
+}
+
+type mutexHeld struct{ *mutex.Mutex }
+
+func (m mutexHeld) release(ctx context.Context) error { return m.Unlock(ctx) }
+
+type readHeld struct{ rw *rwlock.RWLock }
+
+func (r readHeld) Token() int64                      { return r.rw.RToken() }
+func (r readHeld) Node() string                      { return r.rw.RNode() }
+func (r readHeld) Done() <-chan struct{}             { return r.rw.RDone() }
+func (r readHeld) Err() error                        { return r.rw.RErr() }
+func (r readHeld) release(ctx context.Context) error { return r.rw.RUnlock(ctx) }
+
+type writeHeld struct{ *rwlock.RWLock }
+
+func (w writeHeld) release(ctx context.Context) error { return w.Unlock(ctx) }
+
+type leaseHeld struct{ *semaphore.Lease }
+
+func (l leaseHeld) release(ctx context.Context) error { return l.Release(ctx) }
+
+type termHeld struct{ *leader.Election }
+
+func (t termHeld) release(ctx context.Context) error { return t.Resign(ctx) }
+
+// runFlags are the flags of run.
+type runFlags struct {
+	holdFlags
+	shared, exclusive bool
+	leases            int
+}
+
+func newRunCommand() *command {
+	cmd := newCommand("run", runHelp)
+	var f runFlags
+	f.register(cmd, true)
+	cmd.fs.BoolVar(&f.shared, "s", false, "")
+	cmd.fs.BoolVar(&f.shared, "shared", false, "")
+	cmd.fs.BoolVar(&f.exclusive, "x", false, "")
+	cmd.fs.BoolVar(&f.exclusive, "exclusive", false, "")
+	cmd.fs.IntVar(&f.leases, "leases", 0, "")
+	cmd.run = func(p *proc, args []string) error {
+		leasesSet := isSet(cmd.fs, "leases")
+		switch {
+		case f.shared && f.exclusive:
+			return usageErr("--shared and --exclusive exclude each other")
+		case leasesSet && f.leases < 1:
+			return usageErr("--leases %d: must be at least 1", f.leases)
+		case leasesSet && (f.shared || f.exclusive):
+			return usageErr("--leases excludes --shared and --exclusive")
+		}
+		if err := f.check(); err != nil {
+			return err
+		}
+		path, argv, err := splitCmd(args)
+		if err != nil {
+			return err
+		}
+		cfg, err := cmd.conn.resolve(p.getenv)
+		if err != nil {
+			return err
+		}
+		take := func(ctx context.Context, c *recipe.Client) (held, error) {
+			return f.take(ctx, c, path)
+		}
+		return hold(p, cfg, &f.holdFlags, path, argv, take)
+	}
+	return cmd
+}
+
+// take acquires the kind of lock the flags ask for.
+func (f *runFlags) take(ctx context.Context, c *recipe.Client, path string) (held, error) {
+	wait := !f.nonblock
+	switch {
+	case f.leases > 0:
+		s, err := semaphore.New(c, path, f.leases)
+		if err != nil {
+			return nil, err
+		}
+		var l *semaphore.Lease
+		if wait {
+			l, err = s.Acquire(ctx)
+		} else {
+			l, err = s.TryAcquire(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return leaseHeld{l}, nil
+	case f.shared, f.exclusive:
+		rw, err := rwlock.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case f.shared && wait:
+			err = rw.RLock(ctx)
+		case f.shared:
+			err = rw.TryRLock(ctx)
+		case wait:
+			err = rw.Lock(ctx)
+		default:
+			err = rw.TryLock(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if f.shared {
+			return readHeld{rw}, nil
+		}
+		return writeHeld{rw}, nil
+	default:
+		m, err := mutex.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		if wait {
+			err = m.Lock(ctx)
+		} else {
+			err = m.TryLock(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return mutexHeld{m}, nil
+	}
+}
+
+func newElectCommand() *command {
+	cmd := newCommand("elect", electHelp)
+	var f holdFlags
+	var id string
+	f.register(cmd, false)
+	cmd.fs.StringVar(&id, "id", "", "")
+	cmd.run = func(p *proc, args []string) error {
+		if err := f.check(); err != nil {
+			return err
+		}
+		if isSet(cmd.fs, "id") && id == "" {
+			return usageErr("--id must not be empty")
+		}
+		path, argv, err := splitCmd(args)
+		if err != nil {
+			return err
+		}
+		cfg, err := cmd.conn.resolve(p.getenv)
+		if err != nil {
+			return err
+		}
+		take := func(ctx context.Context, c *recipe.Client) (held, error) {
+			e, err := newElection(c, path, id)
+			if err != nil {
+				return nil, err
+			}
+			if err := e.Campaign(ctx); err != nil {
+				return nil, err
+			}
+			return termHeld{e}, nil
+		}
+		return hold(p, cfg, &f, path, argv, take)
+	}
+	return cmd
+}
+
+// hold connects, takes what take takes, runs CMD under it and releases it.
+func hold(p *proc, cfg connConfig, f *holdFlags, path string, argv []string,
+	take func(context.Context, *recipe.Client) (held, error)) error {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	c, err := connect(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	ctx, stop := f.waitContext(sigs)
+	h, err := take(ctx, c)
+	sig := stop()
+	if err != nil {
+		if sig != nil {
+			return &exitError{code: signalStatus(sig)}
+		}
+		return acquireError(err, path, f.conflictCode)
+	}
+	if sig != nil {
+		releaseHeld(p, h, path)
+		return &exitError{code: signalStatus(sig)}
+	}
+	status, lost := supervise(p, h, path, argv, sigs, f.killAfter)
+	if lost {
+		return &exitError{code: exitLost}
+	}
+	releaseHeld(p, h, path)
+	return &exitError{code: status}
+}
+
+// releaseHeld releases h, bounded by releaseTimeout, and says on stderr
+// when that failed (closing the client ends the session anyway).
+func releaseHeld(p *proc, h held, path string) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := h.release(ctx); err != nil {
+		fmt.Fprintf(p.stderr, "zklock: releasing %s: %v\n", path, err)
+	}
+}
+
+// acquireError turns a failed acquire or campaign into the exit status the
+// manual promises.
+func acquireError(err error, path string, conflictCode int) error {
+	switch {
+	case errors.Is(err, recipe.ErrMismatch):
+		return failf(exitMismatch, "%s holds another kind of lock: %v", path, err)
+	case errors.Is(err, recipe.ErrWouldBlock), errors.Is(err, mutex.ErrLocked),
+		errors.Is(err, rwlock.ErrLocked), errors.Is(err, semaphore.ErrNoLease):
+		return failf(conflictCode, "%s is held elsewhere", path)
+	case errors.Is(err, context.DeadlineExceeded):
+		return failf(conflictCode, "%s: not acquired before the timeout", path)
+	}
+	return zkError(err)
+}
+
+// zkError turns any other error of the library into an exit status.
+func zkError(err error) error {
+	switch {
+	case errors.Is(err, recipe.ErrInvalidPath), errors.Is(err, recipe.ErrInvalidArgument):
+		return &exitError{code: exitUsage, msg: err.Error(), usage: true}
+	case errors.Is(err, recipe.ErrPermission):
+		return failf(exitPermission, "%v", err)
+	}
+	return failf(exitFailure, "%v", err)
+}
+
+// connect opens the session, giving up after the session timeout.
+func connect(cfg connConfig) (*recipe.Client, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.sessionTimeout)
+	defer cancel()
+	opts := []recipe.Option{recipe.WithSessionTimeout(cfg.sessionTimeout)}
+	if cfg.auth {
+		opts = append(opts, recipe.WithDigestAuth(cfg.user, cfg.password))
+	}
+	c, err := recipe.Connect(ctx, cfg.servers, opts...)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, failf(exitFailure, "cannot reach ZooKeeper at %v within %v", cfg.servers, cfg.sessionTimeout)
+		}
+		return nil, zkError(err)
+	}
+	return c, nil
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+)
+
+// run runs Main in this process with an environment of its own.
+func runMain(args []string, env map[string]string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = Main(args, &out, &errOut, func(k string) string { return env[k] })
+	return code, out.String(), errOut.String()
+}
+
+// TestUsageErrors checks the errors found before any I/O: the servers
+// named do not exist, so reaching them would fail with another status.
+func TestUsageErrors(t *testing.T) {
+	env := map[string]string{"ZKLOCK_SERVERS": "127.0.0.1:1"}
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		msg  string
+	}{
+		{[]string{}, nil, "missing COMMAND"},
+		{[]string{"lock"}, nil, "unknown command"},
+		{[]string{"run", "x", "true"}, nil, "must be absolute"},
+		{[]string{"run", "/a/", "true"}, nil, "trailing slash"},
+		{[]string{"run", "/zookeeper/x", "true"}, nil, "reserved"},
+		{[]string{"run", "/a"}, nil, "missing CMD"},
+		{[]string{"run"}, nil, "missing PATH"},
+		{[]string{"run", "--leases", "0", "/a", "true"}, nil, "--leases 0"},
+		{[]string{"run", "--leases", "2", "-s", "/a", "true"}, nil, "excludes"},
+		{[]string{"run", "-n", "-w", "1s", "/a", "true"}, nil, "exclude each other"},
+		{[]string{"run", "-w", "0", "/a", "true"}, nil, "must be positive"},
+		{[]string{"run", "-w", "soon", "/a", "true"}, nil, "want a duration"},
+		{[]string{"run", "-E", "300", "/a", "true"}, nil, "0 to 255"},
+		{[]string{"run", "-z", "/a", "true"}, nil, "unknown flag -z"},
+		{[]string{"run", "--session-timeout", "-1s", "/a", "true"}, nil, "must be positive"},
+		{[]string{"run", "--zk", "a:1,,b:2", "/a", "true"}, nil, "empty server"},
+		{[]string{"run", "--zk", "zk1", "/a", "true"}, nil, "host:port"},
+		{[]string{"run", "/a", "true"}, map[string]string{"ZKLOCK_AUTH": "nocolon"}, "ZKLOCK_AUTH"},
+		{[]string{"elect", "--id", "", "/a", "true"}, nil, "--id"},
+		{[]string{"elect", "-n", "/a", "true"}, nil, "unknown flag -n"},
+		{[]string{"leader", "/a", "/b"}, nil, "unexpected argument"},
+		{[]string{"ls"}, nil, "missing PATH"},
+		{[]string{"ls", "--leases", "0", "/a"}, nil, "--leases 0"},
+		{[]string{"rm", "/a"}, nil, "missing NODE"},
+		{[]string{"rm", "/a", "b/c"}, nil, "NODE"},
+	} {
+		e := env
+		if c.env != nil {
+			e = c.env
+		}
+		code, _, stderr := runMain(c.args, e)
+		if code != exitUsage || !strings.Contains(stderr, c.msg) || !strings.Contains(stderr, "usage: zklock") {
+			t.Errorf("zklock %q: exit %d, stderr %q; want %d, %q and the usage", c.args, code, stderr, exitUsage, c.msg)
+		}
+		if n := strings.Count(stderr, "\n"); n > 3 {
+			t.Errorf("zklock %q: %d lines on stderr, want an error and the usage line:\n%s", c.args, n, stderr)
+		}
+	}
+}
+
+// TestHelpMatchesManual checks that every help text is in docs/cli.md
+// word for word, and that the help flags print it.
+func TestHelpMatchesManual(t *testing.T) {
+	manual, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		help string
+	}{
+		{[]string{"--help"}, mainHelp},
+		{[]string{"-h"}, mainHelp},
+		{[]string{"run", "--help"}, runHelp},
+		{[]string{"run", "-h"}, runHelp},
+		{[]string{"elect", "--help"}, electHelp},
+		{[]string{"leader", "--help"}, leaderHelp},
+		{[]string{"ls", "--help"}, lsHelp},
+		{[]string{"rm", "--help"}, rmHelp},
+	} {
+		code, stdout, _ := runMain(c.args, nil)
+		if code != 0 || stdout != c.help {
+			t.Errorf("zklock %q: exit %d, printed\n%s", c.args, code, stdout)
+		}
+		if !bytes.Contains(manual, []byte("```\n"+c.help+"```")) {
+			t.Errorf("docs/cli.md lacks the help of %q, or it differs:\n%s", c.args, c.help)
+		}
+	}
+	code, stdout, _ := runMain([]string{"--version"}, nil)
+	if code != 0 || !strings.HasPrefix(stdout, "zklock ") {
+		t.Errorf("--version: exit %d, %q", code, stdout)
+	}
+}
+
+// TestQueueDriver checks the holder marks of ls on mixed queues, without
+// a server.
+func TestQueueDriver(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		leases int
+		nodes  []string
+		held   []string // "y", "n", or "?" (unknown)
+	}{
+		{"mutex", 0, []string{"_c_a-lock-0000000001", "_c_b-lock-0000000002"}, []string{"y", "n"}},
+		{"rwlock", 0, []string{"read-0000000001", "read-0000000002", "write-0000000003", "read-0000000004"}, []string{"y", "y", "n", "n"}},
+		{"curator rwlock", 0, []string{"_c_a-__WRIT__0000000001", "_c_b-__READ__0000000002"}, []string{"y", "n"}},
+		{"semaphore", 2, []string{"lease-0000000001", "lease-0000000002", "lease-0000000003"}, []string{"y", "y", "n"}},
+		{"semaphore, leases unknown", 0, []string{"lease-0000000001"}, []string{"?"}},
+		{"latch", 0, []string{"_c_a-latch-0000000004", "_c_b-latch-0000000007"}, []string{"y", "n"}},
+		{"kinds apart", 0, []string{"lock-0000000001", "read-0000000002", "latch-0000000003"}, []string{"y", "y", "y"}},
+	} {
+		d := queueDriver(c.leases)
+		for i, n := range c.nodes {
+			dec, err := d.Decide(c.nodes, n)
+			got := "n"
+			switch {
+			case err != nil:
+				got = "?"
+			case dec.Held:
+				got = "y"
+			}
+			if got != c.held[i] {
+				t.Errorf("%s: node %s: %s, want %s (err %v)", c.name, n, got, c.held[i], err)
+			}
+		}
+	}
+}
