@@ -68,7 +68,7 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidArgument)
 	}
-	if err := validatePath(path); err != nil {
+	if err := ValidatePath(path); err != nil {
 		return nil, err
 	}
 	if spec.LockName == "" || strings.ContainsRune(spec.LockName, '/') {

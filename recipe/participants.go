@@ -121,3 +121,31 @@ func lockNameOf(n string, names []string) string {
 	}
 	return best
 }
+
+// Evict deletes the node named node from the lock's directory, whichever
+// session owns it: the operator's remedy for a holder whose process is gone
+// but whose session lingers. A live holder is told through its loss signal
+// (ErrLost and ErrNodeDeleted), and the next in line proceeds. node must be
+// a child name as [Lock.Participants] reports it. Connection loss is
+// retried under the client's policy until ctx ends. Evicting a node that is
+// not there returns an error wrapping [ErrNotHeld].
+func (l *Lock) Evict(ctx context.Context, node string) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	case node == "" || strings.ContainsRune(node, '/') || node == "." || node == "..":
+		return fmt.Errorf("%w: node name %q", ErrInvalidArgument, node)
+	}
+	path := join(l.dir, node)
+	err := l.c.retryDo(ctx, l.spec.Recipe+".evict", func(ctx context.Context) error {
+		return l.c.delete(ctx, path)
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return fmt.Errorf("evict %s: %w: no such node", path, ErrNotHeld)
+	case err != nil:
+		return opError("evict", path, err)
+	}
+	l.c.log.Warn("evicted a lock node", "path", l.dir, "node", node)
+	return nil
+}

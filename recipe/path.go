@@ -6,11 +6,11 @@ import (
 	"unicode/utf8"
 )
 
-// validatePath reports whether p can name a lock directory: an absolute
+// ValidatePath reports whether p can name a lock directory: an absolute
 // ZooKeeper path, not the root, with no empty, "." or ".." segments, no
 // trailing slash, no characters ZooKeeper rejects, and not under the
 // reserved /zookeeper tree. The error wraps [ErrInvalidPath].
-func validatePath(p string) error {
+func ValidatePath(p string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w %q: %s", ErrInvalidPath, p, why)
 	}

@@ -35,12 +35,12 @@ func TestValidatePath(t *testing.T) {
 		{"/a\ufff5b", false},
 		{"/a\xffb", false},
 	} {
-		err := validatePath(tc.path)
+		err := ValidatePath(tc.path)
 		if (err == nil) != tc.ok {
-			t.Errorf("validatePath(%q) = %v, want ok=%v", tc.path, err, tc.ok)
+			t.Errorf("ValidatePath(%q) = %v, want ok=%v", tc.path, err, tc.ok)
 		}
 		if err != nil && !errors.Is(err, ErrInvalidPath) {
-			t.Errorf("validatePath(%q) error %v does not wrap ErrInvalidPath", tc.path, err)
+			t.Errorf("ValidatePath(%q) error %v does not wrap ErrInvalidPath", tc.path, err)
 		}
 	}
 }
@@ -50,7 +50,7 @@ func FuzzValidatePath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, p string) {
-		err := validatePath(p)
+		err := ValidatePath(p)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidPath) {
 				t.Fatalf("error %v does not wrap ErrInvalidPath", err)
@@ -68,7 +68,7 @@ func FuzzValidatePath(f *testing.F) {
 			}
 		}
 		if parentOf(p) != "" {
-			if err := validatePath(parentOf(p)); err != nil && !strings.HasPrefix(p, "/zookeeper") {
+			if err := ValidatePath(parentOf(p)); err != nil && !strings.HasPrefix(p, "/zookeeper") {
 				t.Fatalf("parent of accepted %q rejected: %v", p, err)
 			}
 		}

@@ -13,7 +13,7 @@ import (
 // The private half of the client, for this module's recipes, tests and
 // tools only: package internal/engine hands it out.
 func init() {
-	engine.Register(func(c any) engine.Client { return private{c.(*Client)} }, validatePath, relabel)
+	engine.Register(func(c any) engine.Client { return private{c.(*Client)} }, relabel)
 }
 
 type private struct{ c *Client }

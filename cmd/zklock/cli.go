@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -211,7 +210,7 @@ func splitCmd(args []string) (path string, argv []string, err error) {
 // checkPath refuses a PATH that cannot name a lock directory, before any
 // I/O.
 func checkPath(p string) error {
-	if err := engine.ValidatePath(p); err != nil {
+	if err := recipe.ValidatePath(p); err != nil {
 		return usageErr("PATH %s", strings.TrimPrefix(err.Error(), recipe.ErrInvalidPath.Error()+" "))
 	}
 	return nil

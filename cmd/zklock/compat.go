@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -42,11 +41,4 @@ func observeLeaders(ctx context.Context, e *leader.Election) (<-chan string, err
 		}
 	}()
 	return ids, nil
-}
-
-// removeNode deletes the node named node of the lock directory dir,
-// whichever session owns it. The library has no public call for this
-// operator's action; it is the one use of the engine's connection here.
-func removeNode(ctx context.Context, c *recipe.Client, dir, node string) error {
-	return engine.Of(c).Conn().Delete(dir+"/"+node, -1)
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
-	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
 const leaderHelp = `usage: zklock leader [flags] PATH
@@ -125,27 +124,13 @@ func watchLeaders(p *proc, e *leader.Election) error {
 }
 
 // queueNames are the lock names of every recipe, ours and Curator's.
-var queueNames = []string{
-	mutex.LockName,
-	rwlock.ReadLockName, rwlock.WriteLockName,
-	rwlock.CuratorReadLockName, rwlock.CuratorWriteLockName,
-	semaphore.LockName,
-	leader.LockName,
-}
+var queueNames = driver.LockNames()
 
-// kindOf names the kind of a node from its lock name.
-func kindOf(lockName string) string {
-	switch lockName {
-	case mutex.LockName:
-		return "mutex"
-	case rwlock.ReadLockName, rwlock.CuratorReadLockName:
-		return "read"
-	case rwlock.WriteLockName, rwlock.CuratorWriteLockName:
-		return "write"
-	case semaphore.LockName:
-		return "lease"
-	case leader.LockName:
-		return "latch"
+// kindOf names the kind of a node (mutex, read, write, lease, latch) from
+// its name, "?" when it is of no known kind.
+func kindOf(node string) string {
+	if _, kind, ok := driver.KindOf(node); ok {
+		return kind
 	}
 	return "?"
 }
@@ -168,10 +153,10 @@ var errUnknown = errors.New("zklock: number of leases unknown")
 // leases is the number of leases of a semaphore, 0 when unknown.
 func queueDriver(leases int) driver.Driver {
 	return driver.DriverFunc(func(sorted []string, self string) (driver.Decision, error) {
-		kind := kindOf(lockNameOf(self))
+		kind := kindOf(self)
 		var own []string
 		for _, n := range sorted {
-			if familyOf(kindOf(lockNameOf(n))) == familyOf(kind) {
+			if familyOf(kindOf(n)) == familyOf(kind) {
 				own = append(own, n)
 			}
 		}
@@ -200,18 +185,6 @@ func queueDriver(leases int) driver.Driver {
 	})
 }
 
-// lockNameOf returns the lock name of a node name: the one that occurs
-// last in it.
-func lockNameOf(node string) string {
-	best, at := "", -1
-	for _, ln := range queueNames {
-		if i := strings.LastIndex(node, ln); i > at {
-			best, at = ln, i
-		}
-	}
-	return best
-}
-
 // entry is one line of ls.
 type entry struct {
 	Position   int       `json:"position"`
@@ -234,12 +207,7 @@ type listing struct {
 
 // queue reads the queue of path with every recipe's lock names.
 func queue(ctx context.Context, c *recipe.Client, path string, leases int) ([]entry, error) {
-	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
-		Recipe:   "zklock",
-		LockName: mutex.LockName,
-		Queue:    queueNames,
-		Driver:   queueDriver(leases),
-	}, nil)
+	lk, err := queueLock(c, path, leases)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +220,7 @@ func queue(ctx context.Context, c *recipe.Client, path string, leases int) ([]en
 	for i, p := range ps {
 		e := entry{
 			Position: i,
-			Kind:     kindOf(p.LockName),
+			Kind:     kindOf(p.Node),
 			Node:     p.Node,
 			Sequence: p.Sequence,
 			Session:  "0x" + strconv.FormatInt(p.Session, 16),
@@ -404,11 +372,26 @@ func newRmCommand() *command {
 			printTable(p, found)
 			return nil
 		}
-		if err := removeNode(ctx, c, path, node); err != nil {
+		lk, err := queueLock(c, path, 0)
+		if err == nil {
+			err = lk.Evict(ctx, node)
+		}
+		if err != nil {
 			return zkError(fmt.Errorf("delete %s/%s: %w", path, node, err))
 		}
 		fmt.Fprintf(p.stdout, "deleted %s/%s\n", path, node)
 		return nil
 	}
 	return cmd
+}
+
+// queueLock is the engine's view of every node of any kind in the lock
+// directory at path, for listing and evicting.
+func queueLock(c *recipe.Client, path string, leases int) (*recipe.Lock, error) {
+	return recipe.NewLock(c, path, recipe.LockSpec{
+		Recipe:   "zklock",
+		LockName: mutex.LockName,
+		Queue:    queueNames,
+		Driver:   queueDriver(leases),
+	}, nil)
 }

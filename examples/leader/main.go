@@ -33,7 +33,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -110,7 +109,7 @@ func (c *config) validate() error {
 	case c.member < 0:
 		return fmt.Errorf("-member %d: must be positive", c.member)
 	}
-	return engine.ValidatePath(c.path)
+	return recipe.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {

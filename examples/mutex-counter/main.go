@@ -37,7 +37,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -119,7 +118,7 @@ func (c *config) validate() error {
 	case c.worker > 0 && c.file == "":
 		return errors.New("-worker needs -file")
 	}
-	return engine.ValidatePath(c.path)
+	return recipe.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {

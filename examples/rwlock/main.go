@@ -36,7 +36,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
@@ -118,7 +117,7 @@ func (c *config) validate() error {
 	case c.role != "" && (c.file == "" || c.id < 1 || c.t0 == 0):
 		return errors.New("-role needs -file, -id and -t0")
 	}
-	return engine.ValidatePath(c.path)
+	return recipe.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {

@@ -33,7 +33,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
@@ -109,7 +108,7 @@ func (c *config) validate() error {
 	case c.worker < 0:
 		return fmt.Errorf("-worker %d: must be positive", c.worker)
 	}
-	return engine.ValidatePath(c.path)
+	return recipe.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {

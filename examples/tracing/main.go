@@ -44,7 +44,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -107,7 +106,7 @@ func (c *config) validate() error {
 	case c.role != "" && c.role != "first" && c.role != "second":
 		return fmt.Errorf("-role %q: want first or second", c.role)
 	}
-	return engine.ValidatePath(c.path)
+	return recipe.ValidatePath(c.path)
 }
 
 func (c *config) servers() []string {

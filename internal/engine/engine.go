@@ -106,22 +106,15 @@ func (s Stats) Sub(o Stats) Stats {
 }
 
 // Hooks are filled in by package recipe when it is initialised.
-var (
-	of           func(any) Client
-	validatePath func(string) error
-)
+var of func(any) Client
 
 // Register is called once, by package recipe.
-func Register(clientOf func(any) Client, pathCheck func(string) error, relabelFn func(err, label error) error) {
-	of, validatePath, relabel = clientOf, pathCheck, relabelFn
+func Register(clientOf func(any) Client, relabelFn func(err, label error) error) {
+	of, relabel = clientOf, relabelFn
 }
 
 // Of returns the private view of c, which must be a *recipe.Client.
 func Of(c any) Client { return of(c) }
-
-// ValidatePath is recipe's check of a lock directory path (an absolute,
-// clean ZooKeeper path, not the root); its error wraps recipe.ErrInvalidPath.
-func ValidatePath(p string) error { return validatePath(p) }
 
 // DefaultNodeData is the data stored in lock nodes unless a recipe is given
 // some: "<host name>:<pid>", so an operator listing a lock's queue can see
