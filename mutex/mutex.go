@@ -41,8 +41,7 @@ type options struct {
 }
 
 // WithData sets the data stored in the mutex's node, visible to
-// [Mutex.Participants] and to operators. Default: [engine.DefaultNodeData],
-// the host name and pid.
+// [Mutex.Participants] and to operators. Default: "<host name>:<pid>".
 func WithData(data []byte) Option {
 	return func(o *options) { o.data = append([]byte(nil), data...) }
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +35,7 @@ type Client struct {
 	ins    instruments
 
 	lastHeard     atomic.Int64 // unix nanos of the last byte read from a server
+	dialErr       atomic.Value // error of the last failed dial
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
 	wireSession   atomic.Int64 // session id of the last connect response
 	zxids         createZxids  // zxids of create replies, by returned path
@@ -83,8 +86,8 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		return nil, fmt.Errorf("%w: no servers", ErrInvalidArgument)
 	}
 	for _, s := range servers {
-		if s == "" {
-			return nil, fmt.Errorf("%w: empty server address", ErrInvalidArgument)
+		if err := checkServer(s); err != nil {
+			return nil, err
 		}
 	}
 	cfg := defaultConfig()
@@ -115,6 +118,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		dial = net.DialTimeout
 	}
 	conn, _, err := zk.Connect(servers, cfg.sessionTimeout,
+		zk.WithHostProvider(&hostProvider{c: c}),
 		zk.WithDialer(c.wrapDialer(dial)),
 		zk.WithEventCallback(c.onEvent),
 		zk.WithLogger(zkLogger{c.log}),
@@ -130,6 +134,9 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	case <-c.connected:
 	case <-ctx.Done():
 		c.Close()
+		if err, ok := c.dialErr.Load().(error); ok {
+			return nil, fmt.Errorf("recipe: connect to %v: %w (last dial: %w)", servers, ctx.Err(), err)
+		}
 		return nil, fmt.Errorf("recipe: connect to %v: %w", servers, ctx.Err())
 	}
 	if cfg.auth {
@@ -367,4 +374,26 @@ func (c *Client) mapClosed(err error) error {
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return err
+}
+
+// checkServer refuses a server address that cannot be dialled, before any
+// I/O: "host:port" (port 1-65535), or a bare host (port 2181).
+func checkServer(s string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: server address %q: %s", ErrInvalidArgument, s, why)
+	}
+	if s == "" {
+		return bad("empty")
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		if strings.ContainsAny(s, ":[]/ ") {
+			return bad("want host:port")
+		}
+		return nil // a bare host: go-zookeeper adds the default port
+	}
+	if n, err := strconv.Atoi(port); host == "" || err != nil || n < 1 || n > 65535 {
+		return bad("want host:port with a port from 1 to 65535")
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +44,11 @@ func TestConnectBadInput(t *testing.T) {
 		"empty ACL":         {ctx, []string{"127.0.0.1:1"}, []recipe.Option{recipe.WithACL()}},
 		"nil logger":        {ctx, []string{"127.0.0.1:1"}, []recipe.Option{recipe.WithLogger(nil)}},
 		"auth without user": {ctx, []string{"127.0.0.1:1"}, []recipe.Option{recipe.WithDigestAuth("", "x")}},
+		"no port number":    {ctx, []string{"127.0.0.1:"}, nil},
+		"port out of range": {ctx, []string{"127.0.0.1:70000"}, nil},
+		"no host":           {ctx, []string{":2181"}, nil},
+		"garbage":           {ctx, []string{"zk1:2181:2182"}, nil},
+		"path, not server":  {ctx, []string{"127.0.0.1:2181/chroot"}, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := recipe.Connect(tc.ctx, tc.servers, tc.opts...)
@@ -66,8 +72,8 @@ func TestConnectHonoursContext(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err = recipe.Connect(ctx, []string{addr})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Connect to a dead address = %v, want DeadlineExceeded", err)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("Connect to a dead address = %v, want DeadlineExceeded and the dial's connection refused", err)
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("Connect took %v past its 300ms context", took)

@@ -19,6 +19,7 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		conn, err := dial(network, address, timeout)
 		if err != nil {
+			c.dialErr.Store(err)
 			return nil, err
 		}
 		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids}}, nil

@@ -60,7 +60,7 @@ type options struct {
 
 // WithData sets the data stored in the lock's nodes, visible to
 // [RWLock.Participants] and to operators. Default:
-// [engine.DefaultNodeData], the host name and pid.
+// "<host name>:<pid>", so an operator can see who holds or waits.
 func WithData(data []byte) Option {
 	return func(o *options) { o.data = append([]byte(nil), data...) }
 }

@@ -52,7 +52,7 @@ type options struct {
 
 // WithData sets the data stored in the semaphore's nodes, visible to
 // [Semaphore.Participants] and to operators. Default:
-// [engine.DefaultNodeData], the host name and pid.
+// "<host name>:<pid>", so an operator can see who holds or waits.
 func WithData(data []byte) Option {
 	return func(o *options) { o.data = append([]byte(nil), data...) }
 }

@@ -1,0 +1,79 @@
+package recipe
+
+import (
+	"math/rand/v2"
+	"sync"
+)
+
+// hostProvider hands go-zookeeper the server to dial next. go-zookeeper's
+// own provider makes it sleep a whole second each time it has tried every
+// server in its list, which with one server is every reconnect: a dropped
+// connection then costs a second even when the server answers at once.
+// This one lets the first round of dials after a connection is lost go out
+// at once, and paces every further round on the client's retry policy (at
+// least engine.MinBackgroundWait apart), so a blip costs a round trip and a
+// server that is really down is not hammered.
+//
+// It never reports a finished round to go-zookeeper (which would sleep its
+// second and fail queued requests with ErrNoServer): requests wait for the
+// reconnect, bounded by their callers' contexts. Once the client is closing
+// it does, so that go-zookeeper notices and stops.
+type hostProvider struct {
+	c *Client
+
+	mu      sync.Mutex
+	servers []string
+	next    int   // index of the server to dial next
+	tried   int   // dials since the last connection
+	pace    pacer // the schedule of the rounds since the last connection
+}
+
+// Init implements zk.HostProvider. Addresses are dialled as given (host
+// names are resolved at every dial), in a random order so that clients
+// spread over an ensemble.
+func (h *hostProvider) Init(servers []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.servers = append([]string(nil), servers...)
+	rand.Shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
+	h.pace = h.c.pacer()
+	return nil
+}
+
+// Len implements zk.HostProvider.
+func (h *hostProvider) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.servers)
+}
+
+// Next implements zk.HostProvider.
+func (h *hostProvider) Next() (server string, retryStart bool) {
+	h.mu.Lock()
+	if h.tried >= len(h.servers) {
+		// A whole round of dials failed: wait before the next round.
+		h.tried = 0
+		pace := h.pace
+		h.mu.Unlock()
+		closing := !pace.Pause(h.c.lifetime)
+		h.mu.Lock()
+		if closing {
+			defer h.mu.Unlock()
+			return h.servers[h.next], true
+		}
+	}
+	defer h.mu.Unlock()
+	server = h.servers[h.next]
+	h.next = (h.next + 1) % len(h.servers)
+	h.tried++
+	return server, h.c.lifetime.Err() != nil
+}
+
+// Connected implements zk.HostProvider: the next loss starts with an
+// immediate round again.
+func (h *hostProvider) Connected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tried = 0
+	h.pace.Reset()
+}
