@@ -64,6 +64,7 @@ func cycleErr(ctx context.Context, m *mutex.Mutex) error {
 func reportRoundTrips(b *testing.B, n int, before engine.Stats, now engine.Stats) {
 	d := now.Sub(before)
 	b.ReportMetric(float64(d.RoundTrips())/float64(n), "roundtrips/op")
+	b.ReportMetric(float64(d.Lists+d.Reads)/float64(n), "reads/op")
 	if d.Retries != 0 {
 		b.Errorf("%d operations were retried after connection loss", d.Retries)
 	}

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
 // Result is what one fault did to one recipe: the counts of the results
@@ -146,7 +144,7 @@ func (c *Cell) finish(fault string) Result {
 	r.Violations = CheckIntervals(ep.intervals, c.Adapter.MaxLeases)
 	r.Problems = append(r.Problems, ep.problems...)
 	r.Notes = append(r.Notes, ep.notes...)
-	d := engine.Of(c).Stats().Sub(ep.stats)
+	d := c.Stats().Sub(ep.stats)
 	r.Recovered, r.Retries, r.EpochsEnded = d.Recovered, d.Retries, d.EpochsEnded
 	return r
 }

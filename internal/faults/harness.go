@@ -293,7 +293,7 @@ func (l *episodeLog) problem(format string, args ...any) {
 // begin starts an episode: the cell's log is reset.
 func (c *Cell) begin() {
 	c.mu.Lock()
-	c.ep = &episodeLog{stats: engine.Of(c).Stats(), start: time.Now()}
+	c.ep = &episodeLog{stats: c.Stats(), start: time.Now()}
 	c.mu.Unlock()
 }
 
