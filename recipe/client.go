@@ -34,7 +34,8 @@ type Client struct {
 	tracer trace.Tracer
 	ins    instruments
 
-	lastHeard     atomic.Int64 // unix nanos of the last byte read from a server
+	clock         time.Time    // monotonic base of lastHeard
+	lastHeard     atomic.Int64 // nanos since clock of the last byte read from a server
 	dialErr       atomic.Value // error of the last failed dial
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
 	wireSession   atomic.Int64 // session id of the last connect response
@@ -102,6 +103,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	}
 	c := &Client{
 		cfg:       cfg,
+		clock:     time.Now(),
 		log:       cfg.logger,
 		tracer:    cfg.tracerProvider.Tracer(instrumentationName),
 		connected: make(chan struct{}),
@@ -263,7 +265,7 @@ func (c *Client) onEvent(ev zk.Event) {
 	switch ev.State {
 	case zk.StateHasSession:
 		c.isConn = true
-		c.lastHeard.Store(now.UnixNano())
+		c.heard()
 		if c.cur != nil && !c.cur.ended() && c.cur.session != sid {
 			c.endEpochLocked(c.cur, ErrSessionExpired)
 		}
@@ -307,6 +309,31 @@ func (c *Client) endEpochLocked(e *epoch, err error) {
 	}
 }
 
+// heard notes that a server was heard from now.
+func (c *Client) heard() { c.lastHeard.Store(int64(time.Since(c.clock))) }
+
+// silence is how long, on the monotonic clock, nothing was heard from a
+// server.
+func (c *Client) silence() time.Duration {
+	return time.Since(c.clock) - time.Duration(c.lastHeard.Load())
+}
+
+// suspendIfSilent ends the current epoch, as the watchdog would at its next
+// tick, if the client has been silent past the loss timeout; it reports
+// whether it was.
+func (c *Client) suspendIfSilent() bool {
+	silent := c.silence()
+	if silent <= c.lossTimeout() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != nil && !c.cur.ended() {
+		c.endEpochLocked(c.cur, fmt.Errorf("%w (nothing heard for %v)", ErrConnectionSuspended, silent.Round(time.Millisecond)))
+	}
+	return true
+}
+
 // watchdog ends the current epoch when the client has heard nothing from
 // any server for longer than the loss timeout. go-zookeeper pings every third
 // of the session timeout, so a healthy connection is never silent that long;
@@ -324,7 +351,7 @@ func (c *Client) watchdog() {
 			return
 		case <-t.C:
 		}
-		silent := time.Since(time.Unix(0, c.lastHeard.Load()))
+		silent := c.silence()
 		c.mu.Lock()
 		switch {
 		case silent > lt && c.cur != nil && !c.cur.ended():

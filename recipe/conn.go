@@ -44,7 +44,7 @@ func (t *trackedConn) Write(p []byte) (int, error) {
 func (t *trackedConn) Read(p []byte) (int, error) {
 	n, err := t.Conn.Read(p)
 	if n > 0 {
-		t.c.lastHeard.Store(time.Now().UnixNano())
+		t.c.heard()
 		t.tap.noteRead(p[:n])
 		if t.hdrN < len(t.hdr) {
 			t.hdrN += copy(t.hdr[t.hdrN:], p[:n])

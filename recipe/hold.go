@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.opentelemetry.io/otel/attribute"
@@ -29,9 +30,11 @@ type Hold struct {
 	prefix  string // protected prefix of the node
 	sweep   bool   // a duplicate of the node may appear: sweep the prefix when done
 
-	ctx    context.Context // ends the monitor: cancelled by Release, or the epoch ends
-	cancel context.CancelFunc
-	exited chan struct{}
+	ctx       context.Context // ends the monitor: cancelled by Release, or the epoch ends
+	cancel    context.CancelFunc
+	exited    chan struct{}
+	watchNow  chan struct{} // closed when someone asks for the loss signal
+	watchOnce sync.Once
 
 	mu       sync.Mutex
 	done     chan struct{}
@@ -51,8 +54,9 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		prefix:  prefix,
 		sweep:   sweep,
 		ep:      ep,
-		done:    make(chan struct{}),
-		exited:  make(chan struct{}),
+		done:     make(chan struct{}),
+		exited:   make(chan struct{}),
+		watchNow: make(chan struct{}),
 	}
 	h.ctx, h.cancel = context.WithCancel(ep.ctx)
 	if !l.c.goroutine(func() { h.monitor(ownW) }) {
@@ -72,22 +76,74 @@ func (h *Hold) Node() string { return h.node }
 func (h *Hold) Token() int64 { return h.token }
 
 // Done returns a channel closed when the hold ends: when ownership is lost
-// (see [Hold.Err]) or after [Hold.Release].
-func (h *Hold) Done() <-chan struct{} { return h.done }
+// (see [Hold.Err]) or after [Hold.Release]. If the connection has been
+// silent past the loss timeout at the moment of the call, the loss is
+// recorded first, so the channel is already closed.
+func (h *Hold) Done() <-chan struct{} {
+	h.wantWatch()
+	h.checkSilence()
+	return h.done
+}
 
 // Err returns nil while the hold is in force; after Done is closed it wraps
 // [ErrLost] and the reason ([ErrSessionExpired], [ErrNodeDeleted],
 // [ErrConnectionSuspended], [ErrClosed]), or is [ErrNotHeld] after a
 // successful [Hold.Release].
+//
+// Err is exact at the moment of the call: if the client has heard nothing
+// from ZooKeeper for longer than the loss timeout (a paused process, a
+// partition the watchdog has not reported yet), it reports the loss
+// ([ErrConnectionSuspended]) now.
 func (h *Hold) Err() error {
+	h.wantWatch()
+	h.checkSilence()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.err
 }
 
+// checkSilence records the loss at once when the client has been silent
+// past the loss timeout, rather than when the watchdog next looks.
+func (h *Hold) checkSilence() {
+	if h.l.c.suspendIfSilent() && h.ep.ended() {
+		h.lose(h.ep.err)
+	}
+}
+
+// wantWatch asks the monitor to arm the watch on our node now.
+func (h *Hold) wantWatch() { h.watchOnce.Do(func() { close(h.watchNow) }) }
+
+// lazyWatchDelay is how long a hold acquired without a watch on its own
+// node waits before arming one, unless someone asks for its loss signal
+// first (Done or Err). Most holds in a busy queue are released sooner, and
+// then the watch, a read on every acquire, is never sent. Loss of the
+// session or the connection is signalled as ever; only a deletion of the
+// node by another client, during this delay, is reported up to a round
+// trip after the delay instead of after the deletion.
+const lazyWatchDelay = 100 * time.Millisecond
+
+// awaitWatchWanted waits until the own-node watch is asked for or
+// lazyWatchDelay has passed. It reports false when the hold's context
+// ended first.
+func (h *Hold) awaitWatchWanted() bool {
+	t := time.NewTimer(lazyWatchDelay)
+	defer t.Stop()
+	select {
+	case <-h.watchNow:
+	case <-t.C:
+	case <-h.ctx.Done():
+		return false
+	}
+	return true
+}
+
 // monitor watches our node and the epoch until the hold ends.
 func (h *Hold) monitor(ownW <-chan zk.Event) {
 	defer close(h.exited)
+	if ownW == nil && !h.awaitWatchWanted() {
+		h.loseIfEpochEnded()
+		return
+	}
 	for {
 		if ownW == nil {
 			// Acquired without reading our node, or its data changed:
