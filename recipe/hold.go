@@ -46,14 +46,14 @@ type Hold struct {
 // on it, if any.
 func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, ownW <-chan zk.Event) *Hold {
 	h := &Hold{
-		l:       l,
-		node:    node,
-		path:    join(l.dir, node),
-		token:   token,
-		session: ep.session,
-		prefix:  prefix,
-		sweep:   sweep,
-		ep:      ep,
+		l:        l,
+		node:     node,
+		path:     join(l.dir, node),
+		token:    token,
+		session:  ep.session,
+		prefix:   prefix,
+		sweep:    sweep,
+		ep:       ep,
 		done:     make(chan struct{}),
 		exited:   make(chan struct{}),
 		watchNow: make(chan struct{}),
