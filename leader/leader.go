@@ -224,7 +224,9 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*recipe.Hold, error
 // deletion goes on in the background for as long as the session lives,
 // and the error wraps ctx.Err().
 //
-// The handle does not lead when Resign returns, whatever the outcome. If
+// The handle does not lead when Resign returns, whatever the outcome, but
+// for a nil ctx, which is refused with an error wrapping
+// recipe.ErrInvalidArgument and changes nothing. If
 // leadership was already lost, Resign deletes nobody's node and returns an
 // error wrapping [ErrLost] and the reason. On a handle without a term
 // (including one whose Campaign is still waiting) it returns

@@ -144,6 +144,9 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 // nothing, whatever the outcome. On a handle that holds nothing it returns
 // [ErrNotHeld] without I/O.
 //
+// A nil ctx is refused with an error wrapping recipe.ErrInvalidArgument
+// and changes nothing: the lock is still held, with the same count.
+//
 // If the lock was lost meanwhile, Unlock deletes nobody's node and returns
 // an error wrapping [ErrLost] and the reason. If ctx ends before the node is
 // deleted, the deletion goes on in the background while the session lives

@@ -178,6 +178,9 @@ func (c *Client) Close() error {
 
 // SessionID returns the current session id, 0 while there is none.
 func (c *Client) SessionID() int64 {
+	if c.isClosed() {
+		return 0
+	}
 	if e := c.currentEpoch(); e != nil {
 		return e.session
 	}

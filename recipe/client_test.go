@@ -198,6 +198,9 @@ func TestClosedClient(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
+	if id := c.SessionID(); id != 0 {
+		t.Fatalf("SessionID after Close = %#x, want 0", id)
+	}
 }
 
 // Close wakes an acquire that is waiting in the queue: it returns at once

@@ -1,6 +1,8 @@
 package recipe
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -17,13 +19,36 @@ import (
 // reads the session timeout the server granted from each connect response.
 func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		start := time.Now()
 		conn, err := dial(network, address, timeout)
+		if err == nil && c.cfg.tls != nil {
+			conn, err = handshake(conn, c.cfg.tls, address, timeout-time.Since(start))
+		}
 		if err != nil {
 			c.dialErr.Store(err)
 			return nil, err
 		}
 		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids}}, nil
 	}
+}
+
+// handshake runs the TLS client handshake on conn within timeout. The
+// server name defaults to the host of address.
+func handshake(conn net.Conn, cfg *tls.Config, address string, timeout time.Duration) (net.Conn, error) {
+	cfg = cfg.Clone()
+	if cfg.ServerName == "" {
+		if host, _, err := net.SplitHostPort(address); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	tc := tls.Client(conn, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, time.Millisecond))
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("recipe: TLS handshake with %s: %w", address, err)
+	}
+	return tc, nil
 }
 
 // trackedConn is a net.Conn that notes every read for the client and taps

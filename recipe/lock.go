@@ -77,6 +77,10 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 	if spec.Driver == nil {
 		return nil, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
 	}
+	if room := c.cfg.maxPacket - packetOverhead - len(path) - len(protectedPrefix) - 37 - len(spec.LockName); len(data) > room || len(spec.DirData) > room {
+		return nil, fmt.Errorf("%w: node data of %d bytes (directory data %d) exceeds the %d bytes a request to the servers may carry here (see WithMaxPacket)",
+			ErrInvalidArgument, len(data), len(spec.DirData), room)
+	}
 	if spec.Recipe == "" {
 		spec.Recipe = "lock"
 	}

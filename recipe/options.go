@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -34,7 +35,10 @@ type config struct {
 	dialer         zk.Dialer
 	cleanupGrace   time.Duration
 
-	dialerSet, tracerSet, meterSet bool // set by an option, so nil is refused
+	tls       *tls.Config
+	maxPacket int
+
+	dialerSet, tracerSet, meterSet, tlsSet bool // set by an option, so nil is refused
 }
 
 func defaultConfig() config {
@@ -44,6 +48,7 @@ func defaultConfig() config {
 		logger:         slog.New(slog.DiscardHandler),
 		retry:          retry.Default(),
 		cleanupGrace:   500 * time.Millisecond,
+		maxPacket:      defaultMaxPacket,
 	}
 }
 
@@ -69,6 +74,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: nil tracer provider", ErrInvalidArgument)
 	case c.meterSet && c.meterProvider == nil:
 		return fmt.Errorf("%w: nil meter provider", ErrInvalidArgument)
+	case c.tlsSet && c.tls == nil:
+		return fmt.Errorf("%w: nil TLS config", ErrInvalidArgument)
+	case c.maxPacket < minMaxPacket:
+		return fmt.Errorf("%w: max packet %d below %d bytes", ErrInvalidArgument, c.maxPacket, minMaxPacket)
 	}
 	if err := retry.Validate(c.retry); err != nil {
 		return fmt.Errorf("%w: retry policy: %w", ErrInvalidArgument, err)
@@ -155,4 +164,30 @@ func WithDialer(d zk.Dialer) Option {
 // leaves the deletion to the background. Default: 500ms.
 func WithCleanupGrace(d time.Duration) Option {
 	return func(c *config) { c.cleanupGrace = d }
+}
+
+// WithTLS connects to the servers over TLS (ZooKeeper's secureClientPort)
+// with cfg, whose ServerName defaults to the host of each server address.
+// A handshake failure (an unknown certificate authority, say) is a dial
+// error: [Connect] reports it when its context ends. Default: plain TCP.
+func WithTLS(cfg *tls.Config) Option {
+	return func(c *config) { c.tls, c.tlsSet = cfg, true }
+}
+
+// ZooKeeper refuses, by closing the connection, any request larger than its
+// jute.maxbuffer, 0xfffff bytes by default.
+const (
+	defaultMaxPacket = 0xfffff
+	minMaxPacket     = 4096
+	packetOverhead   = 1024 // headers, ACLs and the sequence suffix, generously
+)
+
+// WithMaxPacket sets the largest request the servers accept (their
+// jute.maxbuffer; default 0xfffff bytes, ZooKeeper's default, at least
+// 4096). Node data that would not fit, with its path, is refused by the
+// recipes' constructors before any I/O, with [ErrInvalidArgument]: sent,
+// the server would drop the connection, and with it every recipe on the
+// client.
+func WithMaxPacket(n int) Option {
+	return func(c *config) { c.maxPacket = n }
 }

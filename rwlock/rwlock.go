@@ -276,6 +276,9 @@ func (rw *RWLock) readHold() *recipe.Hold {
 // no read lock, whatever the outcome. On a handle that holds no read lock it
 // returns [ErrNotHeld] without I/O.
 //
+// A nil ctx is refused with an error wrapping recipe.ErrInvalidArgument
+// and changes nothing.
+//
 // If the read lock was lost meanwhile, RUnlock deletes nobody's node and
 // returns an error wrapping [ErrLost] and the reason. If ctx ends before the
 // node is deleted, the deletion goes on in the background while the session
@@ -380,6 +383,9 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) error {
 // If the handle took the read lock while writing and its read hold rides on
 // the write node (see Downgrade in the package documentation), the node
 // stays, as a read hold, until the last RUnlock; Unlock then does no I/O.
+//
+// A nil ctx is refused with an error wrapping recipe.ErrInvalidArgument
+// and changes nothing.
 //
 // If the write lock was lost meanwhile, Unlock deletes nobody's node and
 // returns an error wrapping [ErrLost] and the reason. If ctx ends before the

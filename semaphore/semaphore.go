@@ -218,6 +218,9 @@ type Lease struct {
 // may take it; connection loss is retried until ctx ends. The lease is over
 // when Release returns, whatever the outcome.
 //
+// A nil lease or ctx is refused with an error wrapping
+// recipe.ErrInvalidArgument and changes nothing: the lease is still held.
+//
 // If the lease was lost meanwhile, Release deletes nobody's node and
 // returns an error wrapping [ErrLost] and the reason. If ctx ends before
 // the node is deleted, the deletion goes on in the background while the
