@@ -105,7 +105,7 @@ func (a *attempt) newID() {
 // completes a round trip is progress and starts the schedule afresh, so a
 // connection loss late in a long wait gets the whole schedule.
 func (a *attempt) run(ctx context.Context) error {
-	w := a.l.c.waiter(a.l.spec.Recipe + ".acquire")
+	w := a.l.c.waiter(a.l.acquireNote)
 	for a.phase != held {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -175,7 +175,9 @@ func (a *attempt) decide() error {
 		a.phase = relisting
 		return nil
 	}
-	a.span.SetAttributes(telemetry.AttrPosition.Int(dec.Position))
+	if a.span.IsRecording() {
+		a.span.SetAttributes(telemetry.AttrPosition.Int(dec.Position))
+	}
 	a.trim(dec)
 	a.watch = dec.Watch
 	a.phase = arming
@@ -236,7 +238,7 @@ func newGroup(l *Lock, n int, try bool, span trace.Span) group {
 func (g group) run(ctx context.Context) error {
 	if len(g) > 1 {
 		l := g[0].l
-		err := l.c.retryDo(ctx, l.spec.Recipe+".acquire", func(ctx context.Context) error {
+		err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) error {
 			_, err := enqueue(ctx, g)
 			return err
 		})

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zkrecipes/zkrecipes/retry"
 	"github.com/zkrecipes/zkrecipes/telemetry"
@@ -265,12 +264,14 @@ func (h *Hold) Release(ctx context.Context) error {
 		return lost
 	}
 	c := h.l.c
-	ctx, span := c.tracer.Start(ctx, h.l.spec.Recipe+".release", trace.WithAttributes(
-		telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrPath.String(h.l.dir),
-		telemetry.AttrNode.String(h.node), telemetry.AttrToken.Int64(h.token)))
+	ctx, span := c.tracer.Start(ctx, h.l.releaseSpan)
 	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrPath.String(h.l.dir),
+			telemetry.AttrNode.String(h.node), telemetry.AttrToken.Int64(h.token))
+	}
 	maybeDeleted := false // a delete was sent whose reply was lost
-	err := c.retryDo(ctx, h.l.spec.Recipe+".release", func(ctx context.Context) error {
+	err := c.retryDo(ctx, h.l.releaseNote, func(ctx context.Context) error {
 		if sid := c.conn.SessionID(); sid != 0 && sid != h.session {
 			return ErrSessionExpired
 		}

@@ -55,6 +55,9 @@ type Lock struct {
 	data  []byte
 
 	spanName     string
+	releaseSpan  string
+	acquireNote  func(error, time.Duration) // counts and logs the acquire's retries
+	releaseNote  func(error, time.Duration)
 	attrs        metric.MeasurementOption            // recipe attribute
 	outcomeAttrs map[string]metric.MeasurementOption // recipe + outcome
 }
@@ -89,8 +92,9 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 		q = []string{spec.LockName}
 	}
 	l := &Lock{c: c, dir: path, spec: spec, queue: q, data: append([]byte(nil), data...),
-		spanName: spec.Recipe + ".acquire", attrs: recipeAttrs(spec.Recipe),
+		spanName: spec.Recipe + ".acquire", releaseSpan: spec.Recipe + ".release", attrs: recipeAttrs(spec.Recipe),
 		outcomeAttrs: make(map[string]metric.MeasurementOption, len(outcomes))}
+	l.acquireNote, l.releaseNote = c.noteRetry(l.spanName), c.noteRetry(spec.Recipe+".release")
 	for _, o := range outcomes {
 		l.outcomeAttrs[o] = metric.WithAttributeSet(attribute.NewSet(
 			telemetry.AttrRecipe.String(spec.Recipe), telemetry.AttrOutcome.String(o)))
@@ -150,18 +154,23 @@ func (l *Lock) acquire(ctx context.Context, n int, try bool) ([]*Hold, error) {
 		return nil, &notAcquired{ErrNotAcquired, l.dir, fmt.Errorf("%w: nil context", ErrInvalidArgument)}
 	}
 	start := time.Now()
-	ctx, span := l.c.tracer.Start(ctx, l.spanName, trace.WithAttributes(
-		telemetry.AttrRecipe.String(l.spec.Recipe), telemetry.AttrPath.String(l.dir)))
+	ctx, span := l.c.tracer.Start(ctx, l.spanName)
 	defer span.End()
+	recording := span.IsRecording() // attributes are built only for a span that keeps them
+	if recording {
+		span.SetAttributes(telemetry.AttrRecipe.String(l.spec.Recipe), telemetry.AttrPath.String(l.dir))
+	}
 	l.c.ins.waiters.Add(ctx, int64(n), l.attrs)
 	defer l.c.ins.waiters.Add(ctx, -int64(n), l.attrs)
-	if n > 1 {
+	if n > 1 && recording {
 		span.SetAttributes(telemetry.AttrCount.Int(n))
 	}
 	g := newGroup(l, n, try, span)
 	err := g.run(ctx)
 	waited := time.Since(start)
-	span.SetAttributes(telemetry.AttrWaitMs.Int64(waited.Milliseconds()))
+	if recording {
+		span.SetAttributes(telemetry.AttrWaitMs.Int64(waited.Milliseconds()))
+	}
 	if err == nil {
 		hs := g.holds()
 		l.recordAcquired(ctx, span, hs, waited)
@@ -179,12 +188,16 @@ func (l *Lock) recordAcquired(ctx context.Context, span trace.Span, hs []*Hold, 
 	l.c.ins.acquisitions.Add(ctx, n, l.attrs)
 	l.c.ins.holders.Add(ctx, n, l.attrs)
 	l.c.ins.acquireDuration.Record(ctx, waited.Seconds(), l.outcomeAttrs["acquired"])
-	span.SetAttributes(
-		telemetry.AttrNode.String(hs[0].node),
-		telemetry.AttrToken.Int64(hs[0].token),
-		telemetry.AttrOutcome.String("acquired"))
-	l.c.log.Debug("acquired", "recipe", l.spec.Recipe, "path", l.dir, "node", hs[0].node,
-		"token", hs[0].token, "count", n, "waited", waited)
+	if span.IsRecording() {
+		span.SetAttributes(
+			telemetry.AttrNode.String(hs[0].node),
+			telemetry.AttrToken.Int64(hs[0].token),
+			telemetry.AttrOutcome.String("acquired"))
+	}
+	if l.c.debugging() {
+		l.c.log.Debug("acquired", "recipe", l.spec.Recipe, "path", l.dir, "node", hs[0].node,
+			"token", hs[0].token, "count", n, "waited", waited)
+	}
 }
 
 // recordFailed notes a failed acquire in the span, metrics and log.
@@ -207,5 +220,7 @@ func (l *Lock) recordFailed(ctx context.Context, span trace.Span, err error, wai
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
-	l.c.log.Debug("acquire failed", "recipe", l.spec.Recipe, "path", l.dir, "outcome", outcome, "err", err)
+	if l.c.debugging() {
+		l.c.log.Debug("acquire failed", "recipe", l.spec.Recipe, "path", l.dir, "outcome", outcome, "err", err)
+	}
 }

@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -21,21 +22,25 @@ import (
 //     observing a leader) follow the same schedule and, where the policy
 //     would give up, keep its last pace, at least engine.MinBackgroundWait.
 
-// waiter returns a fresh schedule for an operation a caller waits for.
-func (c *Client) waiter(what string) *retry.Waiter {
-	return retry.NewWaiter(c.cfg.retry, c.noteRetry(what))
+// waiter returns a fresh schedule for an operation a caller waits for;
+// note (from noteRetry) counts and logs its retries.
+func (c *Client) waiter(note func(error, time.Duration)) *retry.Waiter {
+	return retry.NewWaiter(c.cfg.retry, note)
 }
 
 // retryDo runs fn under the client's retry policy.
-func (c *Client) retryDo(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	return retry.DoNotify(ctx, c.cfg.retry, fn, c.noteRetry(what))
+func (c *Client) retryDo(ctx context.Context, note func(error, time.Duration), fn func(ctx context.Context) error) error {
+	return retry.DoNotify(ctx, c.cfg.retry, fn, note)
 }
 
-// noteRetry counts and logs the retries of operation what.
+// noteRetry counts and logs the retries of operation what. Recipes make
+// theirs once, not per call.
 func (c *Client) noteRetry(what string) func(err error, wait time.Duration) {
 	return func(err error, wait time.Duration) {
 		c.stats.retries.Add(1)
-		c.log.Debug("retrying after connection loss", "op", what, "err", err, "wait", wait)
+		if c.debugging() {
+			c.log.Debug("retrying after connection loss", "op", what, "err", err, "wait", wait)
+		}
 	}
 }
 
@@ -57,3 +62,7 @@ func (p pacer) Pause(ctx context.Context) bool { return p.w.Wait(ctx, errRetryLa
 
 // Reset starts the schedule afresh, after the loop made progress.
 func (p pacer) Reset() { p.w.Reset() }
+
+// debugging reports whether debug logs are wanted: hot paths check it
+// before building a log call's arguments.
+func (c *Client) debugging() bool { return c.log.Enabled(context.Background(), slog.LevelDebug) }

@@ -48,7 +48,7 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
 	var names []string
-	err := l.c.retryDo(ctx, l.spec.Recipe+".participants", func(ctx context.Context) (err error) {
+	err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
 		names, err = l.c.children(ctx, l.dir)
 		return err
 	})
@@ -70,7 +70,7 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 			defer func() { <-sem }()
 			var data []byte
 			var st *zk.Stat
-			err := l.c.retryDo(ctx, l.spec.Recipe+".participants", func(ctx context.Context) (err error) {
+			err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
 				data, st, err = l.c.get(ctx, join(l.dir, n))
 				return err
 			})
@@ -137,7 +137,7 @@ func (l *Lock) Evict(ctx context.Context, node string) error {
 		return fmt.Errorf("%w: node name %q", ErrInvalidArgument, node)
 	}
 	path := join(l.dir, node)
-	err := l.c.retryDo(ctx, l.spec.Recipe+".evict", func(ctx context.Context) error {
+	err := l.c.retryDo(ctx, l.c.noteRetry(l.spec.Recipe+".evict"), func(ctx context.Context) error {
 		return l.c.delete(ctx, path)
 	})
 	switch {

@@ -75,7 +75,9 @@ func (a *attempt) getWs(ctx context.Context, names []string) ([]<-chan zk.Event,
 // sequence numbers only grow, so the known queue minus the deleted node
 // decides correctly (nodes deleted meanwhile are found when watched).
 func (a *attempt) await(ctx context.Context) (progress bool, err error) {
-	a.l.c.log.Debug("waiting", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node, "watch", a.watch)
+	if a.l.c.debugging() {
+		a.l.c.log.Debug("waiting", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node, "watch", a.watch)
+	}
 	var woken []watchEvent
 	if len(a.watch) == 1 {
 		n := a.watch[0]
@@ -160,11 +162,15 @@ func (a *attempt) ownEvent(ev zk.Event) error {
 func (a *attempt) watchFired(w watchEvent) {
 	delete(a.watches, w.node)
 	a.l.c.stats.wakeups.Add(1)
-	a.l.c.log.Debug("woken", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node,
-		"watched", w.node, "event", w.ev.Type.String())
-	a.span.AddEvent("wake-up", trace.WithAttributes(
-		attribute.String("zkrecipes.lock.watched", w.node),
-		attribute.String("zkrecipes.zk.event", w.ev.Type.String())))
+	if a.l.c.debugging() {
+		a.l.c.log.Debug("woken", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node,
+			"watched", w.node, "event", w.ev.Type.String())
+	}
+	if a.span.IsRecording() {
+		a.span.AddEvent("wake-up", trace.WithAttributes(
+			attribute.String("zkrecipes.lock.watched", w.node),
+			attribute.String("zkrecipes.zk.event", w.ev.Type.String())))
+	}
 	switch w.ev.Type {
 	case zk.EventNodeDeleted:
 		a.queue = slices.DeleteFunc(a.queue, func(m string) bool { return m == w.node })

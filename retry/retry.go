@@ -84,7 +84,8 @@ func Validate(p Policy) error {
 // progress between failures and want a fresh schedule after each success
 // ([Waiter.Reset]). It is not safe for concurrent use.
 type Waiter struct {
-	b        backoff.BackOff
+	p        Policy
+	b        backoff.BackOff // taken from p at the first retry
 	notify   func(err error, wait time.Duration)
 	attempts int
 	last     error
@@ -97,7 +98,7 @@ func NewWaiter(p Policy, notify func(err error, wait time.Duration)) *Waiter {
 	if p == nil {
 		p = None()
 	}
-	return &Waiter{b: p.NewBackOff(), notify: notify}
+	return &Waiter{p: p, notify: notify}
 }
 
 // Wait is called after an attempt failed with err. It returns nil once it
@@ -114,6 +115,9 @@ func (w *Waiter) Wait(ctx context.Context, err error) error {
 	w.last = err
 	if ctx.Err() != nil {
 		return w.interrupted(ctx)
+	}
+	if w.b == nil {
+		w.b = w.p.NewBackOff()
 	}
 	wait := w.b.NextBackOff()
 	if wait < 0 {
@@ -136,7 +140,11 @@ func (w *Waiter) Wait(ctx context.Context, err error) error {
 
 // Reset starts the schedule afresh, after the loop made progress. The
 // attempt count goes on.
-func (w *Waiter) Reset() { w.b.Reset() }
+func (w *Waiter) Reset() {
+	if w.b != nil {
+		w.b.Reset()
+	}
+}
 
 func (w *Waiter) interrupted(ctx context.Context) error {
 	return interrupted(ctx, w.attempts, w.last)
