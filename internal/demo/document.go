@@ -3,6 +3,7 @@
 package demo
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -121,4 +122,133 @@ func (p Presence) Exit(writer bool) (readers, writers int, err error) {
 		readers++
 	}
 	return readers, writers, err
+}
+
+// Room is the critical section of the read/write lock demo: the
+// [Document] that readers read and writers rewrite, and the [Presence]
+// count that tells each visitor who was inside with it.
+type Room struct {
+	Document Document
+	Presence Presence
+}
+
+// RoomAt returns the room whose document is at path, with its count next
+// to it.
+func RoomAt(path string) Room {
+	return Room{Document: Document{Path: path}, Presence: Presence{Path: path + ".inside"}}
+}
+
+// Init writes version 0 of the document and empties the count.
+func (r Room) Init() error {
+	return errors.Join(r.Document.Init(), r.Presence.Init())
+}
+
+// RWReport is what a reader or writer of the read/write lock demo tells
+// its parent when it ends.
+type RWReport struct {
+	Done       int   // reads or writes completed
+	Waits      Waits // one per hold
+	MaxReaders int   // most readers inside at once, seen by this process
+	Violations int   // times a writer was not alone, or a reader met a writer
+	Torn       int   // reads that found a half-written document
+	Lost       int   // holds lost before the turn was done
+}
+
+// Visit takes one turn in the room; call it holding the lock, with lost
+// its Done channel. A writer rewrites the document with token over about
+// d; a reader reads it over about d. Visit returns what the visitor did
+// and who was inside with it, and records the turn in rep. If lost is
+// closed by the end of the turn, it returns [ErrStopped] (counted in
+// rep.Lost): the turn must be taken again.
+func (r Room) Visit(writer bool, d time.Duration, token int64, lost <-chan struct{}, rep *RWReport) (what, who string, err error) {
+	readers, writers, err := r.Presence.Enter(writer)
+	if err != nil {
+		return "", "", err
+	}
+	var version int64
+	torn := false
+	if writer {
+		version, err = r.Document.Rewrite(d, token, lost)
+		what = fmt.Sprintf("wrote v%d  token=0x%x", version, token)
+	} else {
+		version, torn, err = r.Document.Read(d)
+		what = fmt.Sprintf("read  v%d", version)
+	}
+	// The counts when this process left, itself included: with those at
+	// its entry, they show who shared the lock with it.
+	r2, w2, perr := r.Presence.Exit(writer)
+	if perr != nil {
+		return "", "", perr
+	}
+	readers, writers = max(readers, r2), max(writers, w2)
+	rep.MaxReaders = max(rep.MaxReaders, readers)
+	who = fmt.Sprintf("(%d %s inside)", readers, Plural(readers, "reader"))
+	if writer {
+		who = "(alone)"
+	}
+	if writer && (readers > 0 || writers > 1) || !writer && writers > 0 {
+		rep.Violations++
+		who = fmt.Sprintf("VIOLATION: %d readers and %d writers inside", readers, writers)
+	}
+	switch {
+	case errors.Is(err, ErrStopped) || err == nil && Closed(lost):
+		rep.Lost++
+		return what, who, ErrStopped
+	case err != nil:
+		return what, who, err
+	}
+	rep.Done++
+	if torn {
+		rep.Torn++
+		who += "  TORN: the file was half-written"
+	}
+	return what, who, nil
+}
+
+// SummarizeRW prints the summary of a read/write lock demo that took
+// took: a line per reader and writer (from its [RWReport] and exit
+// status). It returns 0 if no writer shared the lock, no read was torn and
+// every process succeeded.
+func SummarizeRW(children []*Child, took time.Duration) int {
+	fmt.Printf("\nsummary (%s)\n", Ms(took))
+	ok := true
+	maxReaders, violations, torn := 0, 0, 0
+	for _, c := range children {
+		var r RWReport
+		code := c.Wait()
+		if !c.Report(&r) {
+			fmt.Printf("  %s  no report (exit status %d)\n", c.Name(), code)
+			ok = false
+			continue
+		}
+		maxReaders = max(maxReaders, r.MaxReaders)
+		violations += r.Violations
+		torn += r.Torn
+		what := "reads "
+		if c.Role == "writer" {
+			what = "writes"
+		}
+		line := fmt.Sprintf("  %s  %2d %s  %s", c.Name(), r.Done, what, r.Waits)
+		if r.Lost > 0 {
+			line += fmt.Sprintf("  lost %d", r.Lost)
+		}
+		if code != 0 {
+			line += fmt.Sprintf("  FAILED (exit status %d)", code)
+			ok = false
+		}
+		fmt.Println(line)
+	}
+	fmt.Printf("  most readers inside at once: %d\n", maxReaders)
+	switch {
+	case violations > 0:
+		fmt.Printf("FAIL: %d times a writer shared the lock\n", violations)
+	case torn > 0:
+		fmt.Printf("FAIL: %d reads found a half-written file\n", torn)
+	case !ok:
+		fmt.Println("FAIL: a process failed (see above)")
+	default:
+		fmt.Println("ok: readers shared the lock, every writer was alone, no read saw a half-written file")
+		return 0
+	}
+	return 1
 }
