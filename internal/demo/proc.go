@@ -409,3 +409,39 @@ func TempFile(path *string, pattern string) (remove func(), err error) {
 	*path = f.Name()
 	return func() { os.Remove(f.Name()) }, nil
 }
+
+// Step is one step of a conversation with children (see [Converse]).
+type Step func(ctx context.Context) error
+
+// Await is the step of waiting for c to say line (see [Child.Await]).
+func Await(c *Child, line string) Step {
+	return func(ctx context.Context) error { return c.Await(ctx, line) }
+}
+
+// Tell is the step of telling c line (see [Child.Send]).
+func Tell(c *Child, line string) Step {
+	return func(context.Context) error { return c.Send(line) }
+}
+
+// Converse takes steps in order, stopping at the first that fails, then
+// closes the children's standard input (a child waiting for a line sees
+// the end of it) and waits for every child to exit. It returns the failed
+// step's error, else an error for the first child that exited with a
+// non-zero status, else nil.
+func Converse(ctx context.Context, children []*Child, steps ...Step) error {
+	var err error
+	for _, step := range steps {
+		if err = step(ctx); err != nil {
+			break
+		}
+	}
+	for _, c := range children {
+		c.stdin.Close()
+	}
+	for _, c := range children {
+		if code := c.Wait(); code != 0 && err == nil {
+			err = fmt.Errorf("%s exited with status %d", c.Name(), code)
+		}
+	}
+	return err
+}
