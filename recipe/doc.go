@@ -53,4 +53,14 @@
 // hold has a fencing token ([Hold.Token], the node's czxid, strictly
 // increasing across the ensemble): pass it to the systems you write to and
 // have them reject writes with a token lower than one they have seen.
+//
+// # Known issue: a data race in go-zookeeper
+//
+// go-zookeeper v1.0.4 reads and writes its connection's last zxid from two
+// goroutines without synchronization when it reconnects with watches set.
+// Programs built with -race that lose their connection under load can see
+// the race detector report it; the racing value is one 64-bit zxid used
+// to re-send watches, and builds without -race do not check for it. The fix is go-zookeeper pull request 35; until a release has
+// it, a replace directive in your go.mod can point go-zookeeper to a copy
+// with the fix, as this module's own builds do (third_party/go-zookeeper-zk).
 package recipe

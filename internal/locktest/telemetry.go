@@ -169,7 +169,7 @@ func WantSums(t testing.TB, rm metricdata.ResourceMetrics, attr attribute.KeyVal
 	t.Helper()
 	for name, w := range want {
 		if got, ok := Sum(t, rm, name, attr); !ok || got != w {
-			t.Errorf("metric %s{%s=%s} = %d (found %v), want %d", name, attr.Key, attr.Value.String(), got, ok, w)
+			t.Errorf("metric %s{%s=%s} = %d (found %v), want %d", name, attr.Key, attr.Value.Emit(), got, ok, w)
 		}
 	}
 }
