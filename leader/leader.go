@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -50,9 +51,20 @@ var (
 type Option func(*options)
 
 type options struct {
-	data   []byte
-	log    *slog.Logger
-	logSet bool
+	data    []byte
+	log     *slog.Logger
+	logSet  bool
+	maxHold time.Duration
+}
+
+// WithMaxHold bounds how long leadership (one term) may be held: a hold still in force
+// after d is ended by the library, which deletes its node (the next in line
+// leads); its Done closes and Err wraps [ErrLost] and
+// recipe.ErrMaxHoldExceeded. It is for processes that hang while holding;
+// a hung process that wakes later may still act, so hand the fencing token
+// to what it writes. Default: no limit.
+func WithMaxHold(d time.Duration) Option {
+	return func(o *options) { o.maxHold = d }
 }
 
 // WithData sets the participant's identity, stored as the data of its node
@@ -125,6 +137,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
 		Recipe:   "leader",
 		LockName: LockName,
 		Driver:   driver.Mutex(),
+		MaxHold:  o.maxHold,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)

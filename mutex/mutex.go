@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -37,13 +38,47 @@ var (
 type Option func(*options)
 
 type options struct {
-	data []byte
+	data      []byte
+	maxHold   time.Duration
+	revocable bool
 }
 
 // WithData sets the data stored in the mutex's node, visible to
 // [Mutex.Participants] and to operators. Default: "<host name>:<pid>".
 func WithData(data []byte) Option {
 	return func(o *options) { o.data = append([]byte(nil), data...) }
+}
+
+// WithMaxHold bounds how long the lock may be held: a hold still in force
+// after d is ended by the library, which deletes its node (the next waiter
+// proceeds); Done closes and Err wraps [ErrLost] and
+// recipe.ErrMaxHoldExceeded. It is for processes that hang while holding;
+// a hung process that wakes later may still act, so hand the fencing token
+// to what it writes. Default: no limit.
+func WithMaxHold(d time.Duration) Option {
+	return func(o *options) { o.maxHold = d }
+}
+
+// WithRevocable lets others ask the holder to let go ([Revoke], or
+// Curator's Revoker): [Mutex.Revoked] closes when they do. Releasing is up
+// to the holder. Default: not revocable (requests are ignored).
+func WithRevocable() Option {
+	return func(o *options) { o.revocable = true }
+}
+
+// Revoke asks the holder of node (a name from [Mutex.Participants]) of the
+// mutex at path to let go: a revocable holder's Revoked channel closes; any
+// other holder ignores it. It is compatible with Curator's Revoker both
+// ways. An error wrapping recipe.ErrNotHeld means node is not there.
+func Revoke(ctx context.Context, c *recipe.Client, path, node string) error {
+	m, err := New(c, path)
+	if err != nil {
+		return err
+	}
+	if err := m.lk.Revoke(ctx, node); err != nil {
+		return fmt.Errorf("mutex: %w", err)
+	}
+	return nil
 }
 
 // Mutex is a handle on a distributed, reentrant, fair mutex at one path.
@@ -73,9 +108,11 @@ func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
 		opt(&o)
 	}
 	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
-		Recipe:   "mutex",
-		LockName: LockName,
-		Driver:   driver.Mutex(),
+		Recipe:    "mutex",
+		LockName:  LockName,
+		Driver:    driver.Mutex(),
+		MaxHold:   o.maxHold,
+		Revocable: o.revocable,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
@@ -223,6 +260,16 @@ func (m *Mutex) Token() int64 {
 		return h.Token()
 	}
 	return 0
+}
+
+// Revoked returns a channel closed when someone asks the holder to let go
+// (see [WithRevocable] and [Revoke]); release soon after. Without a hold it
+// returns nil (a channel that is never ready).
+func (m *Mutex) Revoked() <-chan struct{} {
+	if h := m.current(); h != nil {
+		return h.Revoked()
+	}
+	return nil
 }
 
 // Node returns the name of the node of the current hold, "" when none.

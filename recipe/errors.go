@@ -39,6 +39,9 @@ var (
 	ErrConnectionSuspended = errors.New("recipe: connection suspended past the safe window")
 	// ErrNodeDeleted: the node was deleted by someone else while held.
 	ErrNodeDeleted = errors.New("recipe: node deleted by another client")
+	// ErrMaxHoldExceeded: the hold lasted longer than [LockSpec.MaxHold]
+	// allows; the engine deleted its node.
+	ErrMaxHoldExceeded = errors.New("recipe: maximum hold time exceeded")
 	// ErrClosed is returned by calls on a closed [Client], and is the loss
 	// reason of everything held when the client closes.
 	ErrClosed = errors.New("recipe: client closed")

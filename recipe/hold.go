@@ -34,6 +34,9 @@ type Hold struct {
 	exited    chan struct{}
 	watchNow  chan struct{} // closed when someone asks for the loss signal
 	watchOnce sync.Once
+	start     time.Time     // when the hold began
+	revoked   chan struct{} // closed when a holder of a revocable lock is asked to let go
+	revOnce   sync.Once
 
 	mu       sync.Mutex
 	done     chan struct{}
@@ -56,6 +59,11 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		done:     make(chan struct{}),
 		exited:   make(chan struct{}),
 		watchNow: make(chan struct{}),
+		start:    time.Now(),
+		revoked:  make(chan struct{}),
+	}
+	if l.spec.Revocable || l.spec.MaxHold > 0 {
+		h.wantWatch() // the watch carries revocation; the monitor keeps time
 	}
 	h.ctx, h.cancel = context.WithCancel(ep.ctx)
 	if !l.c.goroutine(func() { h.monitor(ownW) }) {
@@ -64,6 +72,18 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 	}
 	return h
 }
+
+// revokeMarker is the data that asks the holder of a revocable lock to let
+// go: a revoker writes it to the holder's node ([Lock.Revoke]). It is
+// Curator's, so a Curator revoker reaches a holder of this library and the
+// other way round.
+const revokeMarker = "__REVOKE__"
+
+// Revoked returns a channel closed when someone asks this hold to let go
+// (see [LockSpec.Revocable]); it is never closed for a hold of a lock that
+// is not revocable. Letting go is up to the holder: release as soon as the
+// work allows.
+func (h *Hold) Revoked() <-chan struct{} { return h.revoked }
 
 // Node returns the name of the node (a child of the lock directory).
 func (h *Hold) Node() string { return h.node }
@@ -139,9 +159,18 @@ func (h *Hold) awaitWatchWanted() bool {
 // monitor watches our node and the epoch until the hold ends.
 func (h *Hold) monitor(ownW <-chan zk.Event) {
 	defer close(h.exited)
+	var deadline <-chan time.Time // the maximum hold time, if any
+	if d := h.l.spec.MaxHold; d > 0 {
+		t := time.NewTimer(d - time.Since(h.start))
+		defer t.Stop()
+		deadline = t.C
+	}
 	if ownW == nil && !h.awaitWatchWanted() {
 		h.loseIfEpochEnded()
 		return
+	}
+	if ownW != nil && h.l.spec.Revocable {
+		ownW = nil // read the data once: a revocation may have come first
 	}
 	for {
 		if ownW == nil {
@@ -161,6 +190,9 @@ func (h *Hold) monitor(ownW <-chan zk.Event) {
 		select {
 		case <-h.ctx.Done(): // released, or the epoch ended
 			h.loseIfEpochEnded()
+			return
+		case <-deadline:
+			h.lose(ErrMaxHoldExceeded) // and the node is deleted: the next in line proceeds
 			return
 		case ev := <-ownW:
 			switch ev.Type {
@@ -195,9 +227,12 @@ func (h *Hold) rearm() (<-chan zk.Event, error) {
 	c := h.l.c
 	p := c.pacer()
 	for {
-		_, ch, err := c.getW(h.ctx, h.path)
+		data, _, ch, err := c.getDataW(h.ctx, h.path)
 		switch {
 		case err == nil:
+			if h.l.spec.Revocable && string(data) == revokeMarker {
+				h.revOnce.Do(func() { close(h.revoked) })
+			}
 			return ch, nil
 		case errors.Is(err, zk.ErrNoNode):
 			return nil, ErrNodeDeleted
@@ -327,5 +362,14 @@ func (h *Hold) end(err error) { h.endLocked(err) }
 func (h *Hold) endLocked(err error) {
 	h.err = err
 	close(h.done)
-	h.l.c.ins.holders.Add(context.Background(), -1, h.l.attrs)
+	ctx := context.Background()
+	h.l.c.ins.holders.Add(ctx, -1, h.l.attrs)
+	end := "lost"
+	switch {
+	case errors.Is(err, ErrNotHeld):
+		end = "released"
+	case errors.Is(err, ErrMaxHoldExceeded):
+		end = "max_hold"
+	}
+	h.l.c.ins.holdDuration.Record(ctx, time.Since(h.start).Seconds(), h.l.endAttrs[end])
 }

@@ -40,6 +40,16 @@ type LockSpec struct {
 	// data is accepted). A mismatch fails the acquire with [ErrMismatch].
 	// The semaphore keeps its number of leases there.
 	DirData []byte
+	// Revocable makes every hold watch its node's data for the revoke
+	// marker: [Hold.Revoked] closes when someone asks the holder to let go
+	// ([Lock.Revoke], or Curator's Revoker).
+	Revocable bool
+	// MaxHold, when positive, bounds how long a hold may last: after it,
+	// the engine deletes the node and the hold ends with [ErrLost] and
+	// [ErrMaxHoldExceeded], for processes that hang while holding. The
+	// holder is told through Done and Err like for any loss, and must use
+	// fencing tokens: a hung holder that wakes later may still act.
+	MaxHold time.Duration
 }
 
 // Lock is the engine behind every recipe: it enqueues a protected ephemeral
@@ -59,6 +69,7 @@ type Lock struct {
 	acquireNote  func(error, time.Duration) // counts and logs the acquire's retries
 	releaseNote  func(error, time.Duration)
 	attrs        metric.MeasurementOption            // recipe attribute
+	endAttrs     map[string]metric.MeasurementOption // recipe + hold.end
 	outcomeAttrs map[string]metric.MeasurementOption // recipe + outcome
 }
 
@@ -80,6 +91,9 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 	if spec.Driver == nil {
 		return nil, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
 	}
+	if spec.MaxHold < 0 {
+		return nil, fmt.Errorf("%w: negative maximum hold time %v", ErrInvalidArgument, spec.MaxHold)
+	}
 	if room := c.cfg.maxPacket - packetOverhead - len(path) - len(protectedPrefix) - 37 - len(spec.LockName); len(data) > room || len(spec.DirData) > room {
 		return nil, fmt.Errorf("%w: node data of %d bytes (directory data %d) exceeds the %d bytes a request to the servers may carry here (see WithMaxPacket)",
 			ErrInvalidArgument, len(data), len(spec.DirData), room)
@@ -95,6 +109,11 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 		spanName: spec.Recipe + ".acquire", releaseSpan: spec.Recipe + ".release", attrs: recipeAttrs(spec.Recipe),
 		outcomeAttrs: make(map[string]metric.MeasurementOption, len(outcomes))}
 	l.acquireNote, l.releaseNote = c.noteRetry(l.spanName), c.noteRetry(spec.Recipe+".release")
+	l.endAttrs = make(map[string]metric.MeasurementOption, 3)
+	for _, e := range []string{"released", "lost", "max_hold"} {
+		l.endAttrs[e] = metric.WithAttributeSet(attribute.NewSet(
+			telemetry.AttrRecipe.String(spec.Recipe), telemetry.AttrHoldEnd.String(e)))
+	}
 	for _, o := range outcomes {
 		l.outcomeAttrs[o] = metric.WithAttributeSet(attribute.NewSet(
 			telemetry.AttrRecipe.String(spec.Recipe), telemetry.AttrOutcome.String(o)))

@@ -88,6 +88,14 @@ func (c *Client) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 	return ok, st, ch, nil
 }
 
+func (c *Client) setData(ctx context.Context, path string, data []byte) error {
+	c.stats.writes.Add(1)
+	return c.call(ctx, func() error {
+		_, err := c.conn.Set(path, data, -1)
+		return err
+	})
+}
+
 func (c *Client) delete(ctx context.Context, path string) error {
 	c.stats.deletes.Add(1)
 	return c.call(ctx, func() error { return c.conn.Delete(path, -1) })

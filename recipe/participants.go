@@ -130,6 +130,13 @@ func lockNameOf(n string, names []string) string {
 // retried under the client's policy until ctx ends. Evicting a node that is
 // not there returns an error wrapping [ErrNotHeld].
 func (l *Lock) Evict(ctx context.Context, node string) error {
+	return l.onNode(ctx, "evict", node, l.c.delete)
+}
+
+// onNode runs op on the node of the lock's directory named node, retrying
+// connection loss under the client's policy; what names it in errors and
+// logs.
+func (l *Lock) onNode(ctx context.Context, what, node string, op func(ctx context.Context, path string) error) error {
 	switch {
 	case ctx == nil:
 		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
@@ -137,15 +144,27 @@ func (l *Lock) Evict(ctx context.Context, node string) error {
 		return fmt.Errorf("%w: node name %q", ErrInvalidArgument, node)
 	}
 	path := join(l.dir, node)
-	err := l.c.retryDo(ctx, l.c.noteRetry(l.spec.Recipe+".evict"), func(ctx context.Context) error {
-		return l.c.delete(ctx, path)
+	err := l.c.retryDo(ctx, l.c.noteRetry(l.spec.Recipe+"."+what), func(ctx context.Context) error {
+		return op(ctx, path)
 	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		return fmt.Errorf("evict %s: %w: no such node", path, ErrNotHeld)
+		return fmt.Errorf("%s %s: %w: no such node", what, path, ErrNotHeld)
 	case err != nil:
-		return opError("evict", path, err)
+		return opError(what, path, err)
 	}
-	l.c.log.Warn("evicted a lock node", "path", l.dir, "node", node)
+	l.c.log.Warn("lock node "+what+"ed", "path", l.dir, "node", node)
 	return nil
+}
+
+// Revoke asks the holder of node to let go, by writing [Hold.Revoked]'s
+// marker ("__REVOKE__", Curator's) to the node's data: a holder whose lock
+// is revocable ([LockSpec.Revocable], or Curator's makeRevocable) sees it
+// within a watch round trip; any other holder ignores it. It deletes
+// nothing; letting go is the holder's business. A node that is not there
+// gives an error wrapping [ErrNotHeld].
+func (l *Lock) Revoke(ctx context.Context, node string) error {
+	return l.onNode(ctx, "revoke", node, func(ctx context.Context, path string) error {
+		return l.c.setData(ctx, path, []byte(revokeMarker))
+	})
 }

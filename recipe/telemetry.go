@@ -18,6 +18,7 @@ type instruments struct {
 	losses          metric.Int64Counter
 	holders         metric.Int64UpDownCounter
 	waiters         metric.Int64UpDownCounter
+	holdDuration    metric.Float64Histogram
 }
 
 func newInstruments(mp metric.MeterProvider) (instruments, error) {
@@ -40,6 +41,10 @@ func newInstruments(mp metric.MeterProvider) (instruments, error) {
 	ins.holders, e = m.Int64UpDownCounter(telemetry.MetricHolders, metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds currently in force in this process."))
 	err = errors.Join(err, e)
+	ins.holdDuration, e = m.Float64Histogram(telemetry.MetricHoldDuration, metric.WithUnit("s"),
+		metric.WithDescription("How long holds lasted, by how they ended (released, lost, max_hold)."),
+		metric.WithExplicitBucketBoundaries(0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600))
+	err = errors.Join(err, e)
 	ins.waiters, e = m.Int64UpDownCounter(telemetry.MetricWaiters, metric.WithUnit("{acquire}"),
 		metric.WithDescription("Acquires currently in progress in this process, waiting or looking (TryLock)."))
 	err = errors.Join(err, e)
@@ -57,6 +62,8 @@ func lossReason(err error) string {
 		return "connection_suspended"
 	case errors.Is(err, ErrClosed):
 		return "client_closed"
+	case errors.Is(err, ErrMaxHoldExceeded):
+		return "max_hold"
 	default:
 		return "other"
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/zkrecipes/zkrecipes/telemetry"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -28,7 +29,7 @@ func (a *attempt) arm(ctx context.Context) (progress bool, err error) {
 			todo = append(todo, n)
 		}
 	}
-	chans, errs := a.getWs(ctx, todo)
+	datas, chans, errs := a.getWs(ctx, todo)
 	a.phase = waiting
 	for i, n := range todo {
 		err := errs[i]
@@ -38,6 +39,12 @@ func (a *attempt) arm(ctx context.Context) (progress bool, err error) {
 		case err == nil:
 			progress = true
 			a.watches[n] = chans[i]
+			if n == a.watch[0] && a.span.IsRecording() {
+				// Who we wait on: the read that set the watch brought the
+				// node's data, its holder's identity.
+				a.span.SetAttributes(telemetry.AttrWaitingOnNode.String(n),
+					telemetry.AttrWaitingOn.String(string(datas[i])))
+			}
 		case errors.Is(err, zk.ErrSessionExpired), n == a.node && errors.Is(err, zk.ErrNoNode):
 			a.newID()
 			return progress, nil
@@ -52,19 +59,21 @@ func (a *attempt) arm(ctx context.Context) (progress bool, err error) {
 }
 
 // getWs sends a getData watch for every node of names at once.
-func (a *attempt) getWs(ctx context.Context, names []string) ([]<-chan zk.Event, []error) {
+func (a *attempt) getWs(ctx context.Context, names []string) ([][]byte, []<-chan zk.Event, []error) {
+	datas := make([][]byte, len(names))
 	chans := make([]<-chan zk.Event, len(names))
 	errs := make([]error, len(names))
+	get := func(i int) { datas[i], _, chans[i], errs[i] = a.l.c.getDataW(ctx, join(a.l.dir, names[i])) }
 	if len(names) == 1 {
-		_, chans[0], errs[0] = a.l.c.getW(ctx, join(a.l.dir, names[0]))
-		return chans, errs
+		get(0)
+		return datas, chans, errs
 	}
 	var wg sync.WaitGroup
-	for i, n := range names {
-		wg.Go(func() { _, chans[i], errs[i] = a.l.c.getW(ctx, join(a.l.dir, n)) })
+	for i := range names {
+		wg.Go(func() { get(i) })
 	}
 	wg.Wait()
-	return chans, errs
+	return datas, chans, errs
 }
 
 // await blocks until a watched node changes, our node changes, the epoch

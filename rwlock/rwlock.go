@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -56,6 +57,41 @@ type Option func(*options)
 type options struct {
 	data        []byte
 	read, write string
+	maxHold     time.Duration
+	revocable   bool
+}
+
+// WithMaxHold bounds how long the lock, in either mode, may be held: a hold still in force
+// after d is ended by the library, which deletes its node (the next in line
+// proceeds); its Done closes and Err wraps [ErrLost] and
+// recipe.ErrMaxHoldExceeded. It is for processes that hang while holding;
+// a hung process that wakes later may still act, so hand the fencing token
+// to what it writes. Default: no limit.
+func WithMaxHold(d time.Duration) Option {
+	return func(o *options) { o.maxHold = d }
+}
+
+// WithRevocable lets others ask the holder to let go ([Revoke], or
+// Curator's Revoker): [RWLock.Revoked] and [RWLock.RRevoked] close when they
+// do. Releasing is up to the holder. Default: not revocable.
+func WithRevocable() Option {
+	return func(o *options) { o.revocable = true }
+}
+
+// Revoke asks the holder of node (a name from [RWLock.Participants]) of
+// the read/write lock at path to let go: a revocable holder's Revoked (or
+// RRevoked) channel closes; any other holder ignores it. It is compatible
+// with Curator's Revoker both ways. An error wrapping recipe.ErrNotHeld
+// means node is not there.
+func Revoke(ctx context.Context, c *recipe.Client, path, node string) error {
+	rw, err := New(c, path)
+	if err != nil {
+		return err
+	}
+	if err := rw.write.Revoke(ctx, node); err != nil {
+		return fmt.Errorf("rwlock: %w", err)
+	}
+	return nil
 }
 
 // WithData sets the data stored in the lock's nodes, visible to
@@ -143,6 +179,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
 		LockName: o.read,
 		Queue:    queue,
 		Driver:   driver.Read(o.write),
+		MaxHold:  o.maxHold, Revocable: o.revocable,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
@@ -152,6 +189,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
 		LockName: o.write,
 		Queue:    queue,
 		Driver:   driver.Write(),
+		MaxHold:  o.maxHold, Revocable: o.revocable,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
@@ -475,6 +513,13 @@ func (rw *RWLock) token(m Mode) int64 {
 	return 0
 }
 
+func (rw *RWLock) revoked(m Mode) <-chan struct{} {
+	if h := rw.hold(m); h != nil {
+		return h.Revoked()
+	}
+	return nil
+}
+
 func (rw *RWLock) node(m Mode) string {
 	if h := rw.hold(m); h != nil {
 		return h.Node()
@@ -501,6 +546,14 @@ func (rw *RWLock) Err() error { return rw.err(Write) }
 // writer writes to, and have them reject tokens lower than one they have
 // seen.
 func (rw *RWLock) Token() int64 { return rw.token(Write) }
+
+// Revoked returns a channel closed when someone asks the write holder to
+// let go (see [WithRevocable] and [Revoke]); nil (never ready) when no
+// write lock is held.
+func (rw *RWLock) Revoked() <-chan struct{} { return rw.revoked(Write) }
+
+// RRevoked is [RWLock.Revoked] for the read lock.
+func (rw *RWLock) RRevoked() <-chan struct{} { return rw.revoked(Read) }
 
 // Node returns the name of the write node, "" when no write lock is held.
 func (rw *RWLock) Node() string { return rw.node(Write) }

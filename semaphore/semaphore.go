@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -47,7 +48,18 @@ var (
 type Option func(*options)
 
 type options struct {
-	data []byte
+	data    []byte
+	maxHold time.Duration
+}
+
+// WithMaxHold bounds how long a lease may be held: a hold still in force
+// after d is ended by the library, which deletes its node (the next in line
+// proceeds); its Done closes and Err wraps [ErrLost] and
+// recipe.ErrMaxHoldExceeded. It is for processes that hang while holding;
+// a hung process that wakes later may still act, so hand the fencing token
+// to what it writes. Default: no limit.
+func WithMaxHold(d time.Duration) Option {
+	return func(o *options) { o.maxHold = d }
 }
 
 // WithData sets the data stored in the semaphore's nodes, visible to
@@ -99,6 +111,7 @@ func New(c *recipe.Client, path string, maxLeases int, opts ...Option) (*Semapho
 		LockName: LockName,
 		Driver:   d,
 		DirData:  dirData(maxLeases),
+		MaxHold:  o.maxHold,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("semaphore: %w", err)

@@ -18,7 +18,12 @@ const (
 	AttrWaitMs   = attribute.Key("zkrecipes.lock.wait_ms")     // time spent acquiring (spans only)
 	AttrCount    = attribute.Key("zkrecipes.lock.count")       // nodes acquired together (AcquireN)
 	AttrOutcome  = attribute.Key("zkrecipes.lock.outcome")     // acquired, timeout, cancelled, held_elsewhere, error
-	AttrReason   = attribute.Key("zkrecipes.lock.loss_reason") // session_expired, node_deleted, connection_suspended, client_closed, other
+	AttrReason   = attribute.Key("zkrecipes.lock.loss_reason") // session_expired, node_deleted, connection_suspended, client_closed, max_hold, other
+	AttrHoldEnd  = attribute.Key("zkrecipes.lock.hold.end")    // how a hold ended: released, lost, max_hold
+	// The node a waiter waits on (the first the driver named) and that
+	// node's data, by default its holder's "host:pid" (spans only).
+	AttrWaitingOnNode = attribute.Key("zkrecipes.lock.waiting_on_node")
+	AttrWaitingOn     = attribute.Key("zkrecipes.lock.waiting_on")
 )
 
 // Metric names.
@@ -29,4 +34,5 @@ const (
 	MetricLosses          = "zkrecipes.lock.losses"           // counter, by recipe and loss_reason
 	MetricHolders         = "zkrecipes.lock.holders"          // up-down counter, by recipe
 	MetricWaiters         = "zkrecipes.lock.waiters"          // up-down counter, by recipe
+	MetricHoldDuration    = "zkrecipes.lock.hold.duration"    // histogram, seconds, by recipe and hold.end
 )

@@ -89,10 +89,12 @@ type Stats struct {
 	// EpochsEnded counts the times the session stopped being trusted
 	// (expiry, suspension, close).
 	EpochsEnded int64
+	// Writes counts setData requests (revocation).
+	Writes int64
 }
 
 // RoundTrips returns the number of requests counted in s.
-func (s Stats) RoundTrips() int64 { return s.Creates + s.Deletes + s.Lists + s.Reads }
+func (s Stats) RoundTrips() int64 { return s.Creates + s.Deletes + s.Lists + s.Reads + s.Writes }
 
 // Sub returns s minus o, field by field: the activity between two snapshots.
 func (s Stats) Sub(o Stats) Stats {
@@ -101,7 +103,7 @@ func (s Stats) Sub(o Stats) Stats {
 		Lists: s.Lists - o.Lists, Reads: s.Reads - o.Reads,
 		Wakeups: s.Wakeups - o.Wakeups, Retries: s.Retries - o.Retries,
 		Recovered: s.Recovered - o.Recovered, Acquired: s.Acquired - o.Acquired, Lost: s.Lost - o.Lost,
-		EpochsEnded: s.EpochsEnded - o.EpochsEnded,
+		EpochsEnded: s.EpochsEnded - o.EpochsEnded, Writes: s.Writes - o.Writes,
 	}
 }
 

@@ -143,10 +143,16 @@ func Sum(t testing.TB, rm metricdata.ResourceMetrics, name string, want ...attri
 // histogram.
 func HistCount(t testing.TB, rm metricdata.ResourceMetrics, want ...attribute.KeyValue) uint64 {
 	t.Helper()
+	return HistCountOf(t, rm, telemetry.MetricAcquireDuration, want...)
+}
+
+// HistCountOf is HistCount for the float64 histogram called name.
+func HistCountOf(t testing.TB, rm metricdata.ResourceMetrics, name string, want ...attribute.KeyValue) uint64 {
+	t.Helper()
 	var n uint64
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != telemetry.MetricAcquireDuration {
+			if m.Name != name {
 				continue
 			}
 			h, ok := m.Data.(metricdata.Histogram[float64])
