@@ -34,12 +34,24 @@
 // each ratio is the median of its per-round ratios, so slow drift of a
 // shared machine does not bias them.
 //
+// With -suite peers (what make bench-peers runs) it measures the floor,
+// zk.Lock and the recipes next to Apache Curator's and kazoo's recipes,
+// run by small programs of ours in peers/ as processes of their own
+// against the same server: the mutex on one session and on -sessions, the
+// 3-lease semaphore, the 90%-read read/write lock, the leader hand-off
+// after a resign and after a client's close, and the lost-reply run
+// (-lost-sessions sessions of -lost-cycles cycles each through a fault
+// proxy that loses the reply to every -lost-every-th create), counting
+// errors, overlapping holds and orphaned nodes. A run in which nothing
+// completes for -stall is reported as deadlock/timeout, not waited for.
+//
 // By default it starts its own ZooKeeper (Debian's, through scripts/zk.sh)
 // on a free loopback port with forceSync on, and stops it at the end:
 //
 //	go run ./internal/bench
 //	go run ./internal/bench -duration 5s -rounds 5 -json
 //	go run ./internal/bench -zk 127.0.0.1:2181
+//	go run ./internal/bench -suite peers -only mutex,curator-mutex,kazoo-mutex
 package main
 
 import (
@@ -104,7 +116,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.lostSessions, "lost-sessions", 4, "sessions of the lost-reply run")
 	fs.IntVar(&cfg.lostCycles, "lost-cycles", 50, "Lock+Unlock cycles per session of the lost-reply run")
 	fs.IntVar(&cfg.lostEvery, "lost-every", 7, "the lost-reply run loses the reply to every `n`-th create")
-	fs.DurationVar(&cfg.lostTimeout, "lost-timeout", 30*time.Second, "time limit of one lost-reply run; the cycles completed by then are reported")
+	fs.DurationVar(&cfg.lostTimeout, "lost-timeout", 25*time.Second, "time limit of one lost-reply run; the cycles completed by then are reported")
 	fs.DurationVar(&cfg.stall, "stall", 5*time.Second, "a run in which no cycle completes for this long ends as deadlock/timeout")
 	fs.BoolVar(&cfg.json, "json", false, "print the results as JSON instead of tables")
 	fs.BoolVar(&cfg.verbose, "v", true, "print progress to stderr")

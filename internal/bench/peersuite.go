@@ -426,25 +426,25 @@ func peerRatios() []ratio {
 		return ratio{Name: name, num: num, den: den, Target: target, min: min}
 	}
 	lat := func(name, num, den string) ratio {
-		q := r(name, num, den, "(reported)", 0)
+		q := r(name, num, den, reportedOnly, 0)
 		q.byLatency = true
 		return q
 	}
 	return []ratio{
-		r("mutex / Curator, 1 session", idMutex, "curator-mutex", "(reported)", 0),
-		r("mutex / kazoo, 1 session", idMutex, "kazoo-mutex", "(reported)", 0),
-		r("mutex / Curator, contended", idMutexContended, "curator-mutex-contended", "(reported)", 0),
-		r("mutex / kazoo, contended", idMutexContended, "kazoo-mutex-contended", "(reported)", 0),
+		r("mutex / Curator, 1 session", idMutex, "curator-mutex", reportedOnly, 0),
+		r("mutex / kazoo, 1 session", idMutex, "kazoo-mutex", reportedOnly, 0),
+		r("mutex / Curator, contended", idMutexContended, "curator-mutex-contended", reportedOnly, 0),
+		r("mutex / kazoo, contended", idMutexContended, "kazoo-mutex-contended", reportedOnly, 0),
 		r("semaphore(3) / Curator", idSemContended, "curator-semaphore", ">= 3.7", 3.7),
-		r("semaphore(3) / kazoo", idSemContended, "kazoo-semaphore", "(reported)", 0),
+		r("semaphore(3) / kazoo", idSemContended, "kazoo-semaphore", reportedOnly, 0),
 		r("rwlock 90% reads / Curator", idRWLockReadHeavy, "curator-rwlock", ">= 2.1", 2.1),
-		r("rwlock 90% reads / kazoo", idRWLockReadHeavy, "kazoo-rwlock", "(reported)", 0),
+		r("rwlock 90% reads / kazoo", idRWLockReadHeavy, "kazoo-rwlock", reportedOnly, 0),
 		lat("hand-off after resign, Curator p50 / ours", "leader-resign", "curator-leader-resign"),
 		lat("hand-off after resign, kazoo p50 / ours", "leader-resign", "kazoo-leader-resign"),
 		lat("hand-off after close, Curator p50 / ours", "leader-close", "curator-leader-close"),
 		lat("hand-off after close, kazoo p50 / ours", "leader-close", "kazoo-leader-close"),
 		r("lost replies: mutex / kazoo", "lost-reply", "kazoo-lost-reply", ">= 2.0", 2.0),
-		r("lost replies: mutex / Curator", "lost-reply", "curator-lost-reply", "(reported)", 0),
-		r("lost replies: mutex / zk.Lock", "lost-reply", "zklock-lost-reply", "(reported)", 0),
+		r("lost replies: mutex / Curator", "lost-reply", "curator-lost-reply", reportedOnly, 0),
+		r("lost replies: mutex / zk.Lock", "lost-reply", "zklock-lost-reply", reportedOnly, 0),
 	}
 }

@@ -207,6 +207,9 @@ func knownInt(v int) *int {
 	return &v
 }
 
+// reportedOnly is the target of a ratio that has none: it is reported.
+const reportedOnly = "(reported)"
+
 // noisySpread is the spread of per-round ratios above which a ratio is
 // reported as noisy: the machine's load changed too much to trust it.
 const noisySpread = 1.25
@@ -252,7 +255,7 @@ func (r *report) finish() {
 		{Name: "mutex / zk.Lock, uncontended", num: idMutex, den: idZkLock, Target: "~1.0 (>= 0.95)", min: 0.95},
 		{Name: "mutex / zk.Lock, contended", num: idMutexContended, den: idZkLockContended, Target: ">= 1.0", min: 1.0},
 		{Name: "mutex traced, sampling nothing / mutex", num: idMutexNoSample, den: idMutex, Target: ">= 0.97", min: 0.97},
-		{Name: "mutex traced, sampling all / mutex", num: idMutexSampled, den: idMutex, Target: "(reported)", min: 0},
+		{Name: "mutex traced, sampling all / mutex", num: idMutexSampled, den: idMutex, Target: reportedOnly, min: 0},
 	}, peerRatios()...) {
 		num, den := r.byID[q.num], r.byID[q.den]
 		if num == nil || den == nil {
@@ -420,7 +423,10 @@ func (r *report) writeText(w io.Writer) error {
 				pr = append(pr, fmt.Sprintf("%.2f", v))
 			}
 			verdict := "NOT MET"
-			if q.Met {
+			switch {
+			case q.Target == reportedOnly:
+				verdict = "-"
+			case q.Met:
 				verdict = "met"
 			}
 			flag := ""
