@@ -140,12 +140,15 @@ func ourHandoff(closeClient bool) func(context.Context, *env, string) (result, e
 		clients := make([]*recipe.Client, handoffSessions)
 		elections := make([]*leader.Election, handoffSessions)
 		defer func() {
-			cancel()
+			// Clients first, ctx after: a campaign cut short by its ctx
+			// while its create is in flight is what recipe/ops.go's
+			// createNodes cannot survive today (it panics).
 			for _, c := range clients {
 				if c != nil {
 					c.Close()
 				}
 			}
+			cancel()
 			wg.Wait()
 		}()
 		join := func(i int) error {
@@ -346,8 +349,8 @@ func goLostReply(open func(ctx context.Context, e *env, path string, n int) (*be
 		} else {
 			// Make every blocked call return: go-zookeeper's take no
 			// context, closing the sessions ends them.
-			cancel()
 			b.close()
+			cancel()
 		}
 		<-allDone
 		p1, ok1 := e.serverPackets()
