@@ -116,7 +116,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.lostSessions, "lost-sessions", 4, "sessions of the lost-reply run")
 	fs.IntVar(&cfg.lostCycles, "lost-cycles", 50, "Lock+Unlock cycles per session of the lost-reply run")
 	fs.IntVar(&cfg.lostEvery, "lost-every", 7, "the lost-reply run loses the reply to every `n`-th create")
-	fs.DurationVar(&cfg.lostTimeout, "lost-timeout", 25*time.Second, "time limit of one lost-reply run; the cycles completed by then are reported")
+	fs.DurationVar(&cfg.lostTimeout, "lost-timeout", 35*time.Second, "time limit of one lost-reply run; the cycles completed by then are reported")
 	fs.DurationVar(&cfg.stall, "stall", 5*time.Second, "a run in which no cycle completes for this long ends as deadlock/timeout")
 	fs.BoolVar(&cfg.json, "json", false, "print the results as JSON instead of tables")
 	fs.BoolVar(&cfg.verbose, "v", true, "print progress to stderr")
