@@ -140,9 +140,8 @@ func ourHandoff(closeClient bool) func(context.Context, *env, string) (result, e
 		clients := make([]*recipe.Client, handoffSessions)
 		elections := make([]*leader.Election, handoffSessions)
 		defer func() {
-			// Clients first, ctx after: a campaign cut short by its ctx
-			// while its create is in flight is what recipe/ops.go's
-			// createNodes cannot survive today (it panics).
+			// Clients first, ctx after: no campaign is cut short by its
+			// ctx while its create is in flight on an open client.
 			for _, c := range clients {
 				if c != nil {
 					c.Close()
