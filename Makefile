@@ -22,7 +22,7 @@ DEMOFLAGS ?= -workers 4 -increments 25
 # staticcheck 2025.1.1 (module version v0.6.1); not a dependency in go.mod.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: help zk-install zk-up zk-down demo test test-short test-faults soak bench lint fuzz
+.PHONY: help zk-install zk-up zk-down demo test test-short test-faults soak bench bench-peers lint fuzz
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -56,6 +56,25 @@ soak: zk-install ## run every recipe under random faults for DURATION (default 1
 bench: zk-install ## run the go test benchmarks and the side-by-side runner against real ZooKeeper
 	$(GO) test -run='^$$' -bench=. -benchtime=1s ./mutex/
 	$(GO) run ./internal/bench $(BENCHFLAGS)
+
+# Debian packages of the peers measured by bench-peers (javac compiles the Curator one).
+PEER_PACKAGES := libcurator-recipes-java python3-kazoo
+
+bench-peers: ## install Curator and kazoo if missing, then run the runner's peers suite (docs/performance.md)
+	@missing=; \
+	for p in $(PEER_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
+	if [[ -n $$missing ]]; then \
+		sudo=; [[ $$(id -u) == 0 ]] || sudo=sudo; \
+		echo "installing$$missing"; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+		export ZK_APT_UPDATED=1; \
+	fi; \
+	$(ZK) install
+	$(GO) run ./internal/bench -suite peers $(BENCHFLAGS)
 
 lint: ## check formatting (gofmt), go vet and staticcheck
 	@out=$$($(GOFMT) -l .); \

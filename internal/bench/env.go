@@ -24,10 +24,11 @@ type env struct {
 	cfg   config
 	addr  string
 	admin *zk.Conn
+	peers *peerPrograms // nil when no scenario runs a peer
 }
 
-func newEnv(ctx context.Context, cfg config, addr string) (*env, error) {
-	e := &env{cfg: cfg, addr: addr}
+func newEnv(ctx context.Context, cfg config, addr string, peers *peerPrograms) (*env, error) {
+	e := &env{cfg: cfg, addr: addr, peers: peers}
 	admin, err := e.rawConn(ctx)
 	if err != nil {
 		return nil, err

@@ -34,12 +34,24 @@
 // each ratio is the median of its per-round ratios, so slow drift of a
 // shared machine does not bias them.
 //
+// With -suite peers (what make bench-peers runs) it measures the floor,
+// zk.Lock and the recipes next to Apache Curator's and kazoo's recipes,
+// run by small programs of ours in peers/ as processes of their own
+// against the same server: the mutex on one session and on -sessions, the
+// 3-lease semaphore, the 90%-read read/write lock, the leader hand-off
+// after a resign and after a client's close, and the lost-reply run
+// (-lost-sessions sessions of -lost-cycles cycles each through a fault
+// proxy that loses the reply to every -lost-every-th create), counting
+// errors, overlapping holds and orphaned nodes. A run in which nothing
+// completes for -stall is reported as deadlock/timeout, not waited for.
+//
 // By default it starts its own ZooKeeper (Debian's, through scripts/zk.sh)
 // on a free loopback port with forceSync on, and stops it at the end:
 //
 //	go run ./internal/bench
 //	go run ./internal/bench -duration 5s -rounds 5 -json
 //	go run ./internal/bench -zk 127.0.0.1:2181
+//	go run ./internal/bench -suite peers -only mutex,curator-mutex,kazoo-mutex
 package main
 
 import (
@@ -52,6 +64,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -69,7 +82,16 @@ type config struct {
 	rounds         int           // times every scenario runs
 	sessions       int           // sessions of the contended scenarios
 	sessionTimeout time.Duration // session timeout of every session
+	suite          string        // set of scenarios: default or peers
 	only           string        // comma-separated scenario ids to run; "" runs all
+	peersDir       string        // directory of the peers' programs
+	python         string        // Python 3 interpreter with kazoo
+	handoffs       int           // measured leader hand-offs per scenario and round
+	lostSessions   int           // sessions of the lost-reply run
+	lostCycles     int           // cycles per session of the lost-reply run
+	lostEvery      int           // the lost-reply run loses the reply to every lostEvery-th create
+	lostTimeout    time.Duration // time limit of one lost-reply run
+	stall          time.Duration // no cycle completing for this long ends a run as stalled
 	json           bool          // machine-readable output
 	verbose        bool          // progress on stderr
 }
@@ -86,7 +108,16 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; every round runs every scenario once and medians are reported")
 	fs.IntVar(&cfg.sessions, "sessions", 8, "sessions of the contended scenarios")
 	fs.DurationVar(&cfg.sessionTimeout, "session-timeout", 10*time.Second, "session timeout of every session")
-	fs.StringVar(&cfg.only, "only", "", "comma-separated scenario ids to run ("+scenarioIDs()+"); default all")
+	fs.StringVar(&cfg.suite, "suite", "default", "set of scenarios: default, or peers (Curator and kazoo next to ours; see docs/performance.md)")
+	fs.StringVar(&cfg.only, "only", "", "comma-separated scenario ids of the suite to run ("+scenarioIDs()+"); default all")
+	fs.StringVar(&cfg.peersDir, "peers-dir", defaultPeersDir(), "`directory` of the peers' benchmark programs (CuratorPeer.java, kazoo_peer.py)")
+	fs.StringVar(&cfg.python, "python", defaultPython(), "Python 3 `interpreter` that can import kazoo")
+	fs.IntVar(&cfg.handoffs, "handoffs", 20, "measured leader hand-offs per scenario and round")
+	fs.IntVar(&cfg.lostSessions, "lost-sessions", 4, "sessions of the lost-reply run")
+	fs.IntVar(&cfg.lostCycles, "lost-cycles", 50, "Lock+Unlock cycles per session of the lost-reply run")
+	fs.IntVar(&cfg.lostEvery, "lost-every", 7, "the lost-reply run loses the reply to every `n`-th create")
+	fs.DurationVar(&cfg.lostTimeout, "lost-timeout", 35*time.Second, "time limit of one lost-reply run; the cycles completed by then are reported")
+	fs.DurationVar(&cfg.stall, "stall", 5*time.Second, "a run in which no cycle completes for this long ends as deadlock/timeout")
 	fs.BoolVar(&cfg.json, "json", false, "print the results as JSON instead of tables")
 	fs.BoolVar(&cfg.verbose, "v", true, "print progress to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -94,6 +125,13 @@ func parseFlags(args []string) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if cfg.suite == "peers" && !set["rounds"] {
+		// Peers start processes and the lost-reply runs take seconds:
+		// fewer rounds keep a full run under ten minutes.
+		cfg.rounds = 3
 	}
 	switch {
 	case cfg.duration <= 0 && cfg.ops <= 0:
@@ -110,6 +148,14 @@ func parseFlags(args []string) (config, error) {
 		return cfg, errors.New("-sessions must be at least 2")
 	case cfg.sessionTimeout <= 0:
 		return cfg, errors.New("-session-timeout must be positive")
+	case cfg.handoffs < 1:
+		return cfg, errors.New("-handoffs must be at least 1")
+	case cfg.lostSessions < 1 || cfg.lostCycles < 1:
+		return cfg, errors.New("-lost-sessions and -lost-cycles must be at least 1")
+	case cfg.lostEvery < 1:
+		return cfg, errors.New("-lost-every must be at least 1")
+	case cfg.lostTimeout <= 0 || cfg.stall <= 0:
+		return cfg, errors.New("-lost-timeout and -stall must be positive")
 	}
 	return cfg, nil
 }
@@ -138,10 +184,15 @@ func main() {
 // run starts (or reaches) the server, runs every round and prints the
 // report. Everything it starts is stopped before it returns.
 func run(ctx context.Context, cfg config, out io.Writer) (err error) {
-	scenarios, err := selectScenarios(cfg.only)
+	scenarios, err := selectScenarios(cfg.suite, cfg.only)
 	if err != nil {
 		return err
 	}
+	peers, err := preparePeers(cfg, scenarios)
+	if err != nil {
+		return err
+	}
+	defer peers.close()
 	progress := func(format string, args ...any) {
 		if cfg.verbose {
 			fmt.Fprintf(os.Stderr, format+"\n", args...)
@@ -173,7 +224,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		fsync = fmt.Sprint(cfg.fsync)
 	}
 
-	e, err := newEnv(ctx, cfg, addr)
+	e, err := newEnv(ctx, cfg, addr, peers)
 	if err != nil {
 		return err
 	}
@@ -184,15 +235,21 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	}
 	defer e.removeAll(base)
 
-	var unc, con []scenario
+	var unc []scenario
+	var groups [][]scenario // the others, by group, in their first scenario's order
 	for _, s := range scenarios {
-		if s.contended {
-			con = append(con, s)
-		} else {
+		if !s.contended && s.run == nil {
 			unc = append(unc, s)
+			continue
 		}
+		i := slices.IndexFunc(groups, func(g []scenario) bool { return g[0].group == s.group })
+		if i < 0 {
+			groups = append(groups, nil)
+			i = len(groups) - 1
+		}
+		groups[i] = append(groups[i], s)
 	}
-	// round runs every scenario once, the contended ones in an order that
+	// round runs every scenario once, those of a group in an order that
 	// rotates with n, and passes each result to record.
 	round := func(e *env, n int, label string, record func(scenario, result)) error {
 		if len(unc) > 0 {
@@ -205,14 +262,26 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 				record(s, res[s.id])
 			}
 		}
-		for i := range con {
-			s := con[(i+n)%len(con)]
-			progress("%s: %s", label, s.title)
-			res, err := e.contended(ctx, s, fmt.Sprintf("%s/%s-%s", base, s.id, label))
-			if err != nil {
-				return fmt.Errorf("%s, %s: %w", label, s.title, err)
+		for _, con := range groups {
+			for i := range con {
+				s := con[(i+n)%len(con)]
+				if s.run != nil && label == warmupLabel {
+					continue
+				}
+				progress("%s: %s", label, s.title)
+				p := fmt.Sprintf("%s/%s-%s", base, s.id, label)
+				var res result
+				var err error
+				if s.run != nil {
+					res, err = s.run(ctx, e, p)
+				} else {
+					res, err = e.contended(ctx, s, p)
+				}
+				if err != nil {
+					return fmt.Errorf("%s, %s: %w", label, s.title, err)
+				}
+				record(s, res)
 			}
-			record(s, res)
 		}
 		return nil
 	}
@@ -221,7 +290,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	// has done its work before round 1.
 	warm := *e
 	warm.cfg.ops, warm.cfg.duration = 0, max(cfg.warmup, 500*time.Millisecond)
-	if err := round(&warm, 0, "warm-up", func(scenario, result) {}); err != nil {
+	if err := round(&warm, 0, warmupLabel, func(scenario, result) {}); err != nil {
 		return err
 	}
 	rep := newReport(cfg, addr, fsync, e.serverVersion(), scenarios)
@@ -240,6 +309,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	}
 	return rep.writeText(out)
 }
+
+// warmupLabel names the unmeasured first round.
+const warmupLabel = "warm-up"
 
 // randomID returns 12 random hex digits.
 func randomID() string {

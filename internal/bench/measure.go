@@ -32,7 +32,26 @@ type result struct {
 	// deletes, lists, reads, wake-ups, retries), or nil when the client
 	// does not count.
 	Counts *perCycle
+
+	// Status is "" when the measurement ran as planned; else why it
+	// ended early: statusStalled (no cycle completed for -stall: a
+	// deadlock or a hang), statusTimeout (the lost-reply run's -lost-timeout
+	// passed; the figures cover the cycles completed), or statusError.
+	Status string
+	// Detail is the error of statusError.
+	Detail string
+	// Errors, Overlaps and Orphans are of the lost-reply run: failed
+	// Lock or Unlock calls, holds that overlapped another's, and lock
+	// nodes left on the server once every cycle was done (-1: not known).
+	Errors, Overlaps, Orphans int
 }
+
+// Statuses of a result that ended early.
+const (
+	statusStalled = "deadlock/timeout"
+	statusTimeout = "time limit"
+	statusError   = "error"
+)
 
 // perCycle is a engine.Stats difference divided by the number of cycles.
 type perCycle struct {

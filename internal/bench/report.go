@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,6 +49,11 @@ type settings struct {
 	Duration string `json:"duration,omitempty"`
 	Ops      int    `json:"ops,omitempty"`
 	Sessions int    `json:"contended_sessions"`
+	Suite    string `json:"suite"`
+	Stall    string `json:"stall"`
+	// Of the lost-reply runs (suite peers).
+	LostEvery  int `json:"lost_every,omitempty"`
+	LostCycles int `json:"lost_cycles,omitempty"`
 }
 
 // scenarioStats is one scenario's results over all rounds; the summary
@@ -57,6 +63,11 @@ type scenarioStats struct {
 	Title     string `json:"title"`
 	Sessions  int    `json:"sessions"`
 	LatencyOf string `json:"latency_of"`
+	Group     string `json:"group,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	// Valid is the number of rounds the medians are taken over: those
+	// that did not stall or fail.
+	Valid int `json:"valid_rounds"`
 
 	OpsPerSec float64 `json:"ops_per_sec"`
 	P50Ms     float64 `json:"p50_ms"`
@@ -81,6 +92,20 @@ type roundStats struct {
 	ClientRequests *float64  `json:"client_requests_per_cycle,omitempty"`
 	ServerRequests *float64  `json:"server_requests_per_cycle,omitempty"`
 	Counts         *perCycle `json:"client_counts_per_cycle,omitempty"`
+	// Status is why the round ended early; "" when it did not.
+	Status string `json:"status,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// Errors, Overlaps and Orphans are of the lost-reply run.
+	Errors   int  `json:"errors,omitempty"`
+	Overlaps int  `json:"overlaps,omitempty"`
+	Orphans  *int `json:"orphans,omitempty"`
+}
+
+// usable reports whether the round's figures count: it did not stall or
+// fail (a lost-reply run that reached its time limit reports the cycles
+// it completed).
+func (rs roundStats) usable() bool {
+	return rs.Status == "" || rs.Status == statusTimeout
 }
 
 // ratio compares the throughput of two scenarios. It is computed round by
@@ -101,9 +126,13 @@ type ratio struct {
 	Noisy    bool      `json:"noisy"`
 	Target   string    `json:"target"`
 	Met      bool      `json:"met"`
+	Note     string    `json:"note,omitempty"`
 
 	num, den string
 	min      float64
+	// byLatency compares median latencies (den's p50 / num's p50)
+	// instead of throughput: for the leader hand-offs.
+	byLatency bool
 }
 
 func newReport(cfg config, addr, fsync, version string, scenarios []scenario) *report {
@@ -112,7 +141,7 @@ func newReport(cfg config, addr, fsync, version string, scenarios []scenario) *r
 		Server:  serverInfo{Addr: addr, Version: version, ForceSync: fsync},
 		Settings: settings{
 			Rounds: cfg.rounds, Warmup: cfg.warmup.String(), Slice: cfg.slice.String(),
-			Sessions: cfg.sessions, Ops: cfg.ops,
+			Sessions: cfg.sessions, Ops: cfg.ops, Suite: cfg.suite, Stall: cfg.stall.String(),
 		},
 		byID: map[string]*scenarioStats{},
 	}
@@ -120,11 +149,26 @@ func newReport(cfg config, addr, fsync, version string, scenarios []scenario) *r
 		r.Settings.Duration = cfg.duration.String()
 	}
 	for _, s := range scenarios {
-		st := &scenarioStats{ID: s.id, Title: s.title, Sessions: 1, LatencyOf: "Lock+Unlock cycle"}
-		if s.contended {
+		if s.kind == kindLostReply {
+			r.Settings.LostEvery, r.Settings.LostCycles = cfg.lostEvery, cfg.lostCycles
+		}
+	}
+	for _, s := range scenarios {
+		st := &scenarioStats{ID: s.id, Title: s.title, Sessions: 1, LatencyOf: "Lock+Unlock cycle",
+			Group: s.group, Kind: s.kind}
+		switch {
+		case s.kind == kindHandoff:
+			st.Sessions = handoffSessions
+			st.LatencyOf = "hand-off: from the leader leaving to the next leader's callback"
+		case s.kind == kindLostReply:
+			st.Sessions = cfg.lostSessions
+			st.Title = fmt.Sprintf("%s (%d sessions)", s.title, cfg.lostSessions)
+		case s.contended:
 			st.Sessions = cfg.sessions
 			st.Title = fmt.Sprintf("%s (%d sessions)", s.title, cfg.sessions)
 			st.LatencyOf = "Lock call"
+		case s.sessions == 1:
+			st.Title = s.title + " (1 session)"
 		}
 		if s.id == idFloor {
 			st.LatencyOf = "create+list+delete"
@@ -147,8 +191,24 @@ func (r *report) add(id string, res result) {
 		ClientRequests: known(res.ClientRequests),
 		ServerRequests: known(res.ServerRequests),
 		Counts:         res.Counts,
+		Status:         res.Status,
+		Detail:         res.Detail,
+		Errors:         res.Errors,
+		Overlaps:       res.Overlaps,
+		Orphans:        knownInt(res.Orphans),
 	})
 }
+
+// knownInt returns &v, or nil when v is negative (unknown).
+func knownInt(v int) *int {
+	if v < 0 {
+		return nil
+	}
+	return &v
+}
+
+// reportedOnly is the target of a ratio that has none: it is reported.
+const reportedOnly = "(reported)"
 
 // noisySpread is the spread of per-round ratios above which a ratio is
 // reported as noisy: the machine's load changed too much to trust it.
@@ -157,9 +217,16 @@ const noisySpread = 1.25
 // finish computes the medians and the ratios.
 func (r *report) finish() {
 	for _, st := range r.Scenarios {
+		var usable []roundStats
+		for _, rs := range st.Rounds {
+			if rs.usable() {
+				usable = append(usable, rs)
+			}
+		}
+		st.Valid = len(usable)
 		pick := func(f func(roundStats) float64) float64 {
 			var v []float64
-			for _, rs := range st.Rounds {
+			for _, rs := range usable {
 				v = append(v, f(rs))
 			}
 			return median(v)
@@ -169,7 +236,7 @@ func (r *report) finish() {
 		st.P99Ms = pick(func(rs roundStats) float64 { return rs.P99Ms })
 		st.ClientRequests = known(pick(func(rs roundStats) float64 { return orUnknown(rs.ClientRequests) }))
 		st.ServerRequests = known(pick(func(rs roundStats) float64 { return orUnknown(rs.ServerRequests) }))
-		if len(st.Rounds) > 0 && st.Rounds[0].Counts != nil {
+		if len(usable) > 0 && usable[0].Counts != nil {
 			c := func(f func(*perCycle) float64) float64 {
 				return pick(func(rs roundStats) float64 { return f(rs.Counts) })
 			}
@@ -183,27 +250,37 @@ func (r *report) finish() {
 			}
 		}
 	}
-	for _, q := range []ratio{
+	for _, q := range append([]ratio{
 		{Name: "mutex / floor, uncontended", num: idMutex, den: idFloor, Target: ">= 0.90", min: 0.90},
 		{Name: "mutex / zk.Lock, uncontended", num: idMutex, den: idZkLock, Target: "~1.0 (>= 0.95)", min: 0.95},
 		{Name: "mutex / zk.Lock, contended", num: idMutexContended, den: idZkLockContended, Target: ">= 1.0", min: 1.0},
 		{Name: "mutex traced, sampling nothing / mutex", num: idMutexNoSample, den: idMutex, Target: ">= 0.97", min: 0.97},
-		{Name: "mutex traced, sampling all / mutex", num: idMutexSampled, den: idMutex, Target: "(reported)", min: 0},
-	} {
+		{Name: "mutex traced, sampling all / mutex", num: idMutexSampled, den: idMutex, Target: reportedOnly, min: 0},
+	}, peerRatios()...) {
 		num, den := r.byID[q.num], r.byID[q.den]
 		if num == nil || den == nil {
 			continue
 		}
 		var byP50 []float64
 		for i := range min(len(num.Rounds), len(den.Rounds)) {
-			if d := den.Rounds[i].OpsPerSec; d > 0 {
-				q.PerRound = append(q.PerRound, num.Rounds[i].OpsPerSec/d)
+			nr, dr := num.Rounds[i], den.Rounds[i]
+			if !nr.usable() || !dr.usable() {
+				continue
 			}
-			if n := num.Rounds[i].P50Ms; n > 0 {
-				byP50 = append(byP50, den.Rounds[i].P50Ms/n)
+			if n := nr.P50Ms; n > 0 {
+				byP50 = append(byP50, dr.P50Ms/n)
+			}
+			if q.byLatency {
+				if n := nr.P50Ms; n > 0 {
+					q.PerRound = append(q.PerRound, dr.P50Ms/n)
+				}
+			} else if d := dr.OpsPerSec; d > 0 {
+				q.PerRound = append(q.PerRound, nr.OpsPerSec/d)
 			}
 		}
 		if len(q.PerRound) == 0 {
+			q.Note = "no round where both ran to the end (" + roundStatuses(den) + ")"
+			r.Ratios = append(r.Ratios, q)
 			continue
 		}
 		q.Value, q.ByP50 = median(q.PerRound), median(byP50)
@@ -250,14 +327,37 @@ func (r *report) writeText(w io.Writer) error {
 	row("", "", "", "", "requests", "requests")
 	row("scenario", "ops/s", "p50", "p99", "/cycle", "/cycle")
 	row("", "", "", "", "(client)", "(server)")
+	group := ""
 	for _, st := range r.Scenarios {
-		row(st.Title, fmt.Sprintf("%.0f", st.OpsPerSec), fmtMs(st.P50Ms), fmtMs(st.P99Ms),
-			fmtCount(st.ClientRequests), fmtCount(st.ServerRequests))
+		if st.Group != group {
+			group = st.Group
+			fmt.Fprintf(bw, "-- %s\n", group)
+		}
+		if st.Valid == 0 {
+			row(st.Title, roundStatuses(st))
+			continue
+		}
+		ops := fmt.Sprintf("%.0f", st.OpsPerSec)
+		if st.Kind == kindHandoff {
+			ops = "-"
+		}
+		fmt.Fprintf(bw, "%-*s", width, st.Title)
+		for _, c := range []string{ops, fmtMs(st.P50Ms), fmtMs(st.P99Ms), fmtCount(st.ClientRequests), fmtCount(st.ServerRequests)} {
+			fmt.Fprintf(bw, "  %9s", c)
+		}
+		if st.Valid < len(st.Rounds) {
+			fmt.Fprintf(bw, "  (%d of %d rounds: %s)", st.Valid, len(st.Rounds), roundStatuses(st))
+		}
+		fmt.Fprintln(bw)
 	}
 	fmt.Fprintln(bw, "ops/s: Lock+Unlock cycles per second, all sessions together.")
-	fmt.Fprintln(bw, "p50, p99: latency of a whole cycle (uncontended) or of the Lock call (contended).")
+	fmt.Fprintln(bw, "p50, p99: latency of a whole cycle (uncontended, and the lost-reply runs), of the")
+	fmt.Fprintln(bw, "Lock call (contended), of a hand-off (leader: from the leader's leaving to the next")
+	fmt.Fprintln(bw, "leader's callback).")
 	fmt.Fprintln(bw, "requests/cycle: counted by recipe.Client.Stats (the floor counts its own 3) and by")
-	fmt.Fprintln(bw, "the server (mntr zk_packets_received, including a few pings); - where not counted.")
+	fmt.Fprintln(bw, "the server (mntr zk_packets_received, including a few pings); - where not counted;")
+	fmt.Fprintln(bw, "per hand-off for the leaders, including the leaving one's new campaign (and session).")
+	fmt.Fprintf(bw, "%s: no cycle completed for %s (or the peer's time ran out); the round is left out.\n", statusStalled, r.Settings.Stall)
 
 	fmt.Fprintln(bw, "\nclient requests per cycle by kind:")
 	row("scenario", "creates", "lists", "reads", "deletes", "wake-ups", "retries")
@@ -268,18 +368,54 @@ func (r *report) writeText(w io.Writer) error {
 		}
 	}
 
-	fmt.Fprintln(bw, "\nops/s by round:")
+	fmt.Fprintln(bw, "\nops/s by round (hand-offs: p50):")
 	for _, st := range r.Scenarios {
 		cells := []string{st.Title}
 		for _, rs := range st.Rounds {
-			cells = append(cells, fmt.Sprintf("%.0f", rs.OpsPerSec))
+			switch {
+			case rs.Status != "" && !rs.usable():
+				cells = append(cells, rs.Status)
+			case st.Kind == kindHandoff:
+				cells = append(cells, fmtMs(rs.P50Ms))
+			default:
+				cells = append(cells, fmt.Sprintf("%.0f", rs.OpsPerSec))
+			}
 		}
 		row(cells...)
 	}
 
+	lostHeader := false
+	for _, st := range r.Scenarios {
+		if st.Kind != kindLostReply {
+			continue
+		}
+		if !lostHeader {
+			lostHeader = true
+			fmt.Fprintf(bw, "\nlost create replies (every %dth create's reply lost; %d cycles per session), by round:\n", r.Settings.LostEvery, r.Settings.LostCycles)
+			fmt.Fprintf(bw, "%-*s  %s\n", width, "scenario", "cycles done, errors, overlaps, orphans (status)")
+		}
+		var cells []string
+		for _, rs := range st.Rounds {
+			orphans := "?"
+			if rs.Orphans != nil {
+				orphans = strconv.Itoa(*rs.Orphans)
+			}
+			c := fmt.Sprintf("%d, %d, %d, %s", rs.Cycles, rs.Errors, rs.Overlaps, orphans)
+			if rs.Status != "" {
+				c += " (" + rs.Status + ")"
+			}
+			cells = append(cells, c)
+		}
+		fmt.Fprintf(bw, "%-*s  %s\n", width, st.Title, strings.Join(cells, " | "))
+	}
+
 	if len(r.Ratios) > 0 {
-		fmt.Fprintln(bw, "\nthroughput ratios (median of the per-round ratios; by p50: the same from median latencies):")
-		fmt.Fprintf(bw, "  %-30s %6s  %6s  %-15s %-8s %s\n", "ratio", "value", "by p50", "target", "verdict", "per round")
+		fmt.Fprintln(bw, "\nratios (median of the per-round ratios, min-max over the rounds; by p50: the same from median latencies):")
+		nameWidth := 30
+		for _, q := range r.Ratios {
+			nameWidth = max(nameWidth, len(q.Name))
+		}
+		fmt.Fprintf(bw, "  %-*s %6s  %-11s %6s  %-15s %-8s %s\n", nameWidth, "ratio", "value", "min-max", "by p50", "target", "verdict", "per round")
 		noisy := false
 		for _, q := range r.Ratios {
 			var pr []string
@@ -287,15 +423,23 @@ func (r *report) writeText(w io.Writer) error {
 				pr = append(pr, fmt.Sprintf("%.2f", v))
 			}
 			verdict := "NOT MET"
-			if q.Met {
+			switch {
+			case q.Target == reportedOnly:
+				verdict = "-"
+			case q.Met:
 				verdict = "met"
 			}
 			flag := ""
 			if q.Noisy {
 				flag, noisy = " (noisy)", true
 			}
-			fmt.Fprintf(bw, "  %-30s %6.2f  %6.2f  %-15s %-8s %s%s\n",
-				q.Name, q.Value, q.ByP50, q.Target, verdict, strings.Join(pr, " "), flag)
+			if len(q.PerRound) == 0 {
+				fmt.Fprintf(bw, "  %-*s %6s  %-11s %6s  %-15s %-8s %s\n", nameWidth, q.Name, "-", "", "-", q.Target, "n/a", q.Note)
+				continue
+			}
+			mm := fmt.Sprintf("%.2f-%.2f", slices.Min(q.PerRound), slices.Max(q.PerRound))
+			fmt.Fprintf(bw, "  %-*s %6.2f  %-11s %6.2f  %-15s %-8s %s%s\n",
+				nameWidth, q.Name, q.Value, mm, q.ByP50, q.Target, verdict, strings.Join(pr, " "), flag)
 		}
 		if noisy {
 			fmt.Fprintf(bw, "noisy: the per-round ratios differ by more than %.0f%%: the machine's load changed\nduring the run; rerun it on a quieter machine, or with more -rounds, before trusting the verdict.\n", (noisySpread-1)*100)
@@ -397,4 +541,14 @@ func machine() machineInfo {
 		}
 	}
 	return m
+}
+
+// roundStatuses lists the statuses of st's rounds, "ok" for those that
+// ran as planned.
+func roundStatuses(st *scenarioStats) string {
+	var out []string
+	for _, rs := range st.Rounds {
+		out = append(out, cmp.Or(rs.Status, "ok"))
+	}
+	return strings.Join(out, ", ")
 }

@@ -24,6 +24,21 @@ type scenario struct {
 	contended bool   // -sessions sessions on one lock; else one session
 	// open sets up the scenario's sessions on a fresh path.
 	open func(ctx context.Context, e *env, path string) (*bench, error)
+
+	// Scenarios that measure themselves (peers in their own processes,
+	// leader hand-offs, the lost-reply run) set run instead of open: it
+	// measures one round on a fresh path. They run after the interleaved
+	// uncontended scenarios, one group at a time, the order within a group
+	// rotating from round to round, and not in the warm-up round.
+	run func(ctx context.Context, e *env, path string) (result, error)
+	// group names the scenarios compared with each other; "" for those
+	// of the default suite.
+	group string
+	// sessions overrides the number of sessions shown in the report.
+	sessions int
+	// kind says how to read the result: "" for lock cycles, kindHandoff
+	// or kindLostReply.
+	kind string
 }
 
 // bench is an opened scenario, ready to be measured.
@@ -69,7 +84,27 @@ const semLeases = 3
 // rwReadShare is the share of reads in the read-heavy rwlock scenario.
 const rwReadShare = 0.9
 
+// suites are the sets of scenarios -suite selects.
+var suites = map[string]func() []scenario{
+	"default": defaultScenarios,
+	"peers":   peerSuite,
+}
+
+// allScenarios returns every scenario of every suite.
 func allScenarios() []scenario {
+	seen := map[string]bool{}
+	var out []scenario
+	for _, s := range append(defaultScenarios(), peerSuite()...) {
+		if !seen[s.id] {
+			seen[s.id] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// defaultScenarios is what the runner measures without -suite.
+func defaultScenarios() []scenario {
 	return []scenario{
 		{id: idFloor, title: "floor: create+list+delete", open: openFloor},
 		{id: idZkLock, title: "zk.Lock uncontended", open: openZkLock},
@@ -93,10 +128,15 @@ func scenarioIDs() string {
 	return strings.Join(ids, ", ")
 }
 
-// selectScenarios returns the scenarios named in only (comma-separated
-// ids), in their usual order, or all of them when only is empty.
-func selectScenarios(only string) ([]scenario, error) {
-	all := allScenarios()
+// selectScenarios returns the scenarios of suite named in only
+// (comma-separated ids), in their usual order, or all of them when only is
+// empty.
+func selectScenarios(suite, only string) ([]scenario, error) {
+	mk, ok := suites[suite]
+	if !ok {
+		return nil, fmt.Errorf("-suite: unknown suite %q (default, peers)", suite)
+	}
+	all := mk()
 	if only == "" {
 		return all, nil
 	}
@@ -112,7 +152,7 @@ func selectScenarios(only string) ([]scenario, error) {
 		}
 	}
 	for id := range want {
-		return nil, fmt.Errorf("-only: unknown scenario %q", id)
+		return nil, fmt.Errorf("-only: no scenario %q in suite %s", id, suite)
 	}
 	return out, nil
 }
