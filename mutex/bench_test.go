@@ -86,6 +86,40 @@ func BenchmarkLockUnlockUncontended(b *testing.B) {
 	reportRoundTrips(b, b.N, before, engine.Of(c).Stats())
 }
 
+// Every create's reply is lost: the proxy cuts the connection right after
+// forwarding it, so every cycle crosses a reconnect, finds its node again by
+// its UUID and goes on. cycle-p50-ms and cycle-p99-ms are the percentiles of
+// a whole Lock+Unlock cycle; recovered/op counts nodes found again.
+func BenchmarkLostCreateReply(b *testing.B) {
+	srv := zktest.Shared(b)
+	proxy, err := zktest.NewProxy(srv.Addr())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer proxy.Close()
+	c := locktest.Client(b, []string{proxy.Addr()}, recipe.WithSessionTimeout(10*time.Second))
+	m := newMutex(b, c, zktest.UniquePath(b))
+	ctx := locktest.Ctx(b, benchTimeout)
+	lockCycle(ctx, b, m) // creates the directory, whose reply is not lost
+	proxy.CutAfterCreates(1)
+	defer proxy.CutAfterCreates(0)
+	before := engine.Of(c).Stats()
+	var cycles []time.Duration
+	for b.Loop() {
+		t := time.Now()
+		lockCycle(ctx, b, m)
+		cycles = append(cycles, time.Since(t))
+	}
+	d := engine.Of(c).Stats().Sub(before)
+	b.ReportMetric(float64(d.Recovered)/float64(b.N), "recovered/op")
+	slices.Sort(cycles)
+	pct := func(p float64) float64 {
+		return float64(cycles[min(int(p*float64(len(cycles))), len(cycles)-1)]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(pct(0.50), "cycle-p50-ms")
+	b.ReportMetric(pct(0.99), "cycle-p99-ms")
+}
+
 // benchSessions goroutines, each with its own session and handle on one
 // path, cycle Lock+Unlock. ns/op is the wall time per cycle of all
 // sessions together (the inverse of the throughput); lock-p50-ms and

@@ -134,7 +134,10 @@ func WithLogger(l *slog.Logger) Option {
 // inside every operation, and paces every background loop of the client and
 // its recipes (cleanup of abandoned nodes, re-arming watches,
 // re-campaigning, observing), which keep its last pace, at least 100ms,
-// where it would give up. Default: [retry.Default]. nil means no retries.
+// where it would give up. The first retry of an operation after a
+// connection loss does not sleep: the request waits in the client for the
+// reconnect, which starts at once; the following ones sleep as the policy
+// says. Default: [retry.Default]. nil means no retries.
 // A policy built from invalid arguments makes [Connect] fail with
 // [ErrInvalidArgument].
 func WithRetryPolicy(p retry.Policy) Option {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
@@ -25,12 +26,47 @@ import (
 // waiter returns a fresh schedule for an operation a caller waits for;
 // note (from noteRetry) counts and logs its retries.
 func (c *Client) waiter(note func(error, time.Duration)) *retry.Waiter {
-	return retry.NewWaiter(c.cfg.retry, note)
+	return retry.NewWaiter(firstAtOnce{c.cfg.retry}, note)
 }
 
 // retryDo runs fn under the client's retry policy.
 func (c *Client) retryDo(ctx context.Context, note func(error, time.Duration), fn func(ctx context.Context) error) error {
-	return retry.DoNotify(ctx, c.cfg.retry, fn, note)
+	return retry.DoNotify(ctx, firstAtOnce{c.cfg.retry}, fn, note)
+}
+
+// firstAtOnce is a policy that allows the retries p allows, the first of
+// them without a pause. A request sent while the connection is down waits
+// in the client for the reconnect (which starts at once, see
+// hostProvider), so the first retry after a connection loss costs nothing
+// and a dropped connection costs a round trip, not the policy's first
+// sleep; if the connection stays down, the next retries follow p.
+type firstAtOnce struct{ p retry.Policy }
+
+func (f firstAtOnce) NewBackOff() backoff.BackOff {
+	p := f.p
+	if p == nil {
+		p = retry.None()
+	}
+	return &firstAtOnceBackOff{next: p.NewBackOff()}
+}
+
+type firstAtOnceBackOff struct {
+	next backoff.BackOff
+	used bool
+}
+
+func (b *firstAtOnceBackOff) NextBackOff() time.Duration {
+	d := b.next.NextBackOff()
+	if d >= 0 && !b.used {
+		b.used = true
+		return 0
+	}
+	return d
+}
+
+func (b *firstAtOnceBackOff) Reset() {
+	b.next.Reset()
+	b.used = false
 }
 
 // noteRetry counts and logs the retries of operation what. Recipes make
