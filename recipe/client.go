@@ -35,7 +35,7 @@ type Client struct {
 	ins    instruments
 
 	clock         time.Time    // monotonic base of lastHeard
-	lastHeard     atomic.Int64 // nanos since clock of the last byte read from a server
+	lastHeard     atomic.Int64 // nanos since clock at which a server was last known alive
 	dialErr       atomic.Value // error of the last failed dial
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
 	wireSession   atomic.Int64 // session id of the last connect response
@@ -312,8 +312,24 @@ func (c *Client) endEpochLocked(e *epoch, err error) {
 	}
 }
 
+// monotonic is the time since the client was made, on the monotonic clock.
+func (c *Client) monotonic() int64 { return int64(time.Since(c.clock)) }
+
 // heard notes that a server was heard from now.
-func (c *Client) heard() { c.lastHeard.Store(int64(time.Since(c.clock))) }
+func (c *Client) heard() { c.heardAt(c.monotonic()) }
+
+// heardAt notes that a server was alive at sentAt (by monotonic): it
+// answered a request written then. Only answers to our own requests count:
+// bytes that merely arrive (watch notifications, or replies buffered
+// before the process was paused) prove nothing about the server now.
+func (c *Client) heardAt(sentAt int64) {
+	for {
+		last := c.lastHeard.Load()
+		if sentAt <= last || c.lastHeard.CompareAndSwap(last, sentAt) {
+			return
+		}
+	}
+}
 
 // silence is how long, on the monotonic clock, nothing was heard from a
 // server.

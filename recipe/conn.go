@@ -28,7 +28,7 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 			c.dialErr.Store(err)
 			return nil, err
 		}
-		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids}}, nil
+		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, proof: c.heardAt, now: c.monotonic}}, nil
 	}
 }
 
@@ -69,7 +69,6 @@ func (t *trackedConn) Write(p []byte) (int, error) {
 func (t *trackedConn) Read(p []byte) (int, error) {
 	n, err := t.Conn.Read(p)
 	if n > 0 {
-		t.c.heard()
 		t.tap.noteRead(p[:n])
 		if t.hdrN < len(t.hdr) {
 			t.hdrN += copy(t.hdr[t.hdrN:], p[:n])

@@ -53,9 +53,18 @@ func (z *createZxids) take(path string) (int64, bool) {
 type wireTap struct {
 	out *createZxids
 
-	mu      sync.Mutex
-	pending map[int32]struct{} // xids of create requests awaiting a reply
-	wrote   bool               // the first frame (connect request) went out
+	// proof, if set, is told of every reply to one of our requests (the
+	// connect request, pings included; not watch notifications) with the
+	// time, by now, at which that request was written: the server was
+	// alive then. now is a monotonic clock.
+	proof func(sentAt int64)
+	now   func() int64
+
+	mu          sync.Mutex
+	pending     map[int32]struct{} // xids of create requests awaiting a reply
+	sent        map[int32]int64    // write time of every request awaiting a reply, by xid
+	connectSent int64              // write time of the connect request
+	wrote       bool               // the first frame (connect request) went out
 
 	// Incoming stream state. The first frame is the connect response.
 	readFirst bool
@@ -73,12 +82,25 @@ type wireTap struct {
 func (w *wireTap) noteWrite(p []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var t int64
+	if w.now != nil {
+		t = w.now()
+	}
 	if !w.wrote {
 		w.wrote = true // the connect request has no request header
+		w.connectSent = t
 		return
 	}
 	if len(p) < 12 || int(binary.BigEndian.Uint32(p[0:4])) != len(p)-4 {
 		return
+	}
+	xid := int32(binary.BigEndian.Uint32(p[4:8]))
+	if w.sent == nil {
+		w.sent = make(map[int32]int64)
+	}
+	if _, ok := w.sent[xid]; !ok || xid >= 0 {
+		// Pings all carry one xid: the earliest unanswered counts.
+		w.sent[xid] = t
 	}
 	switch int32(binary.BigEndian.Uint32(p[8:12])) {
 	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
@@ -127,6 +149,12 @@ func (w *wireTap) frame() {
 	if !w.readFirst {
 		w.readFirst = true
 		w.skip = length
+		w.mu.Lock()
+		sentAt := w.connectSent
+		w.mu.Unlock()
+		if w.proof != nil {
+			w.proof(sentAt)
+		}
 		return
 	}
 	rest := length - 16
@@ -139,7 +167,12 @@ func (w *wireTap) frame() {
 	w.mu.Lock()
 	_, isCreate := w.pending[w.xid]
 	delete(w.pending, w.xid)
+	sentAt, answered := w.sent[w.xid]
+	delete(w.sent, w.xid)
 	w.mu.Unlock()
+	if answered && w.proof != nil {
+		w.proof(sentAt)
+	}
 	if !isCreate || errCode != 0 || rest < 4 || rest > 4+maxWirePath {
 		w.skip = rest
 		return

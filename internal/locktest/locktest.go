@@ -147,16 +147,16 @@ func Queued[P any](t testing.TB, n int, participants func(context.Context) ([]P,
 	})
 }
 
-// Settle waits (up to 5 s) until c has sent no request for 50 ms, so that
+// Settle waits (up to 5 s) until c has sent no request for 200 ms, so that
 // background requests started by an earlier call, such as a new hold
-// arming the watch on its own node, do not count in a measurement that
-// follows.
+// arming the watch on its own node (at most 100 ms after the acquire), do
+// not count in a measurement that follows.
 func Settle(t testing.TB, c *recipe.Client) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	last := engine.Of(c).Stats().RoundTrips()
 	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 		now := engine.Of(c).Stats().RoundTrips()
 		if now == last {
 			return
