@@ -80,3 +80,68 @@ func ExampleMutex_TryLock() {
 	// held elsewhere: true
 	// free now: true
 }
+
+// A holder that may hang (a stuck call, a deadlocked worker) bounds how
+// long it can keep others waiting: after WithMaxHold's limit the library
+// deletes its node, the next in line proceeds, and the holder is told.
+func ExampleWithMaxHold() {
+	ctx := context.Background()
+	client, err := recipe.Connect(ctx, exampleServers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	m, err := mutex.New(client, "/examples/mutex/max-hold", mutex.WithMaxHold(200*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	<-m.Done() // a worker that never finished: the limit ends the hold
+	fmt.Println("lost:", errors.Is(m.Err(), mutex.ErrLost))
+	fmt.Println("max hold exceeded:", errors.Is(m.Err(), recipe.ErrMaxHoldExceeded))
+	_ = m.Unlock(ctx) // forgets the lost hold; deletes nothing
+	// Output:
+	// lost: true
+	// max hold exceeded: true
+}
+
+// An operator (or another service) asks the holder of a revocable mutex to
+// let go; the holder decides when. Curator's Revoker and revocation
+// listeners speak the same protocol.
+func ExampleRevoke() {
+	ctx := context.Background()
+	client, err := recipe.Connect(ctx, exampleServers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	const path = "/examples/mutex/revocable"
+	m, err := mutex.New(client, path, mutex.WithRevocable())
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	// Elsewhere: ask whoever holds the node to let go.
+	if err := mutex.Revoke(ctx, client, path, m.Node()); err != nil {
+		log.Fatal(err)
+	}
+
+	select {
+	case <-m.Revoked():
+		fmt.Println("asked to let go: finishing up and unlocking")
+	case <-time.After(10 * time.Second):
+		fmt.Println("never asked")
+	}
+	if err := m.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// asked to let go: finishing up and unlocking
+}
