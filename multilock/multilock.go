@@ -165,8 +165,10 @@ func (s *Set) Members() []Member { return slices.Clone(s.members) }
 // ctx ended, or in the background while the connection is down), the node
 // of the member that failed was deleted by its recipe, and the error wraps
 // [ErrNotAcquired], a [*MemberError] naming that member, and the cause, such
-// as ctx.Err(). Lock on a set with a lost member fails with an error wrapping
-// [ErrLost]; call Unlock first.
+// as ctx.Err(). A member lost while Lock waits for a later one makes Lock
+// fail in the same way, with an error wrapping [ErrLost] and naming it, so
+// a set is never returned broken. Lock on a set with a lost member fails
+// with an error wrapping [ErrLost]; call Unlock first.
 func (s *Set) Lock(ctx context.Context) error { return s.lock(ctx, true) }
 
 // TryLock takes every member if each is free, looking once at each without

@@ -435,3 +435,47 @@ func TestLosingOneMemberFiresDone(t *testing.T) {
 		t.Errorf("Err after Unlock = %v", set.Err())
 	}
 }
+
+// A member lost while the set waits for a later one: Lock does not return
+// a set that is already broken; it releases the rest and fails.
+func TestMemberLostWhileWaiting(t *testing.T) {
+	srv := zktest.Shared(t)
+	c := locktest.Client(t, []string{srv.Addr()})
+	other := locktest.Client(t, []string{srv.Addr()})
+	raw := zktest.Connect(t, srv.Addr())
+	base := zktest.UniquePath(t)
+	pa, pb := base+"/a", base+"/b"
+	ma, mb := newMutex(t, c, pa), newMutex(t, c, pb)
+	set := newSet(t, multilock.Mutex(mb), multilock.Mutex(ma))
+	holder := newMutex(t, other, pb)
+	ctx := locktest.Ctx(t, 20*time.Second)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- set.Lock(ctx) }()
+	locktest.Queued(t, 2, mb.Participants) // a taken, waiting on b
+	nodes := locktest.Children(t, raw, pa)
+	if len(nodes) != 1 {
+		t.Fatalf("%s holds %v, want the set's node", pa, nodes)
+	}
+	if err := raw.Delete(pa+"/"+nodes[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	locktest.Eventually(t, 10*time.Second, "the loss of a seen by its handle", func() bool { return ma.Err() != nil })
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errc
+	if !errors.Is(err, multilock.ErrNotAcquired) || !errors.Is(err, multilock.ErrLost) || !errors.Is(err, recipe.ErrNodeDeleted) {
+		t.Fatalf("Lock = %v, want ErrNotAcquired and the loss of a", err)
+	}
+	if me := memberErr(t, err); me.Member.Path() != pa {
+		t.Errorf("member named %s, want %s", me.Member, pa)
+	}
+	empty(t, raw, pa, pb)
+	if !errors.Is(set.Err(), multilock.ErrNotHeld) {
+		t.Errorf("Err after the failed Lock = %v", set.Err())
+	}
+}
