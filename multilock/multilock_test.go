@@ -337,9 +337,14 @@ func TestContextEndsMidway(t *testing.T) {
 		}, context.DeadlineExceeded},
 		{"cancel", func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				locktest.Queued(t, 3, s.Participants) // two holders and our waiter
-				cancel()
+			go func() { // cancel once the set waits: two holders and its waiter
+				for ctx.Err() == nil {
+					if p, err := s.Participants(ctx); err == nil && len(p) == 3 {
+						cancel()
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
 			}()
 			return ctx, cancel
 		}, context.Canceled},
