@@ -192,10 +192,8 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*recipe.Hold, error
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %w: nil context", ErrNotElected, recipe.ErrInvalidArgument)
 	}
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %s: %w", ErrNotElected, e.Path(), ctx.Err())
+	if err := engine.Enter(ctx, e.sem); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotElected, e.Path(), err)
 	}
 	defer func() { <-e.sem }()
 	e.mu.Lock()

@@ -143,10 +143,8 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
 	}
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", ErrNotAcquired, ctx.Err())
+	if err := engine.Enter(ctx, m.sem); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotAcquired, err)
 	}
 	defer func() { <-m.sem }()
 	m.mu.Lock()
@@ -192,10 +190,8 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("mutex: unlock: %w: nil context", recipe.ErrInvalidArgument)
 	}
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("mutex: unlock %s: %w", m.Path(), ctx.Err())
+	if err := engine.Enter(ctx, m.sem); err != nil {
+		return fmt.Errorf("mutex: unlock %s: %w", m.Path(), err)
 	}
 	defer func() { <-m.sem }()
 	m.mu.Lock()

@@ -576,3 +576,27 @@ func TestSharedHandle(t *testing.T) {
 	}
 	_ = other.Unlock(ctx)
 }
+
+// Unlock with a context that has already ended still releases: the handle
+// holds nothing afterwards and the node is deleted (in the background if
+// need be), every time.
+func TestUnlockWithEndedContext(t *testing.T) {
+	srv := zktest.Shared(t)
+	raw := zktest.Connect(t, srv.Addr())
+	path := zktest.UniquePath(t)
+	m := newMutex(t, locktest.Client(t, []string{srv.Addr()}), path)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 20 {
+		if err := m.Lock(locktest.Ctx(t, 10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		_ = m.Unlock(ended) // may report the ended context
+		if err := m.Err(); !errors.Is(err, mutex.ErrNotHeld) {
+			t.Fatalf("round %d: after Unlock with an ended ctx, Err = %v; want ErrNotHeld", i, err)
+		}
+		locktest.Eventually(t, 10*time.Second, "node deleted", func() bool {
+			return len(locktest.Children(t, raw, path)) == 0
+		})
+	}
+}

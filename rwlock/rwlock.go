@@ -201,14 +201,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
 func (rw *RWLock) Path() string { return rw.read.Path() }
 
 // enter takes the handle's semaphore, or fails when ctx ends first.
-func (rw *RWLock) enter(ctx context.Context) error {
-	select {
-	case rw.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (rw *RWLock) enter(ctx context.Context) error { return engine.Enter(ctx, rw.sem) }
 
 func (rw *RWLock) leave() { <-rw.sem }
 

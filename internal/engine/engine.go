@@ -153,3 +153,21 @@ func Relabel(err, label error) error { return relabel(err, label) }
 // acquire that found another kind of lock queued in its directory, so that a
 // recipe can tell it from a mismatch of its own parameters.
 var ErrOtherKind = errors.New("another kind of lock")
+
+// Enter takes the one-slot semaphore sem that serialises the calls on a
+// recipe handle, waiting until ctx ends. A free slot is taken even when ctx
+// has ended: an Unlock with an expired ctx must still release (its
+// deletion then goes on in the background), not fail at random.
+func Enter(ctx context.Context, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
