@@ -12,14 +12,34 @@
 //	defer c.Close()
 //	m, err := mutex.New(c, "/locks/orders")
 //
+// # Building a recipe
+//
+// A recipe is a lock name, a driver and an API. [NewLock] takes a
+// [LockSpec] naming both; [Lock.Acquire] waits, [Lock.TryAcquire] looks
+// once, [Lock.AcquireN] takes n consecutive places, and each returns a
+// [Hold]: [Hold.Release], [Hold.Done] and [Hold.Err] (the loss signal),
+// [Hold.Token] (the fencing token), [Hold.Node]. The rules a driver must
+// keep are on [github.com/zkrecipes/zkrecipes/driver.Driver];
+// examples/custom-recipe builds one outside this module, and
+// docs/custom-recipe.md walks through it.
+//
+// # One vocabulary
+//
+// Every recipe's errors match the engine's sentinels with [errors.Is]: a
+// failed acquire [ErrNotAcquired] (and ctx.Err() when its context ended),
+// a try that finds the lock held elsewhere [ErrWouldBlock], a release of
+// nothing held [ErrNotHeld], Err after a loss [ErrLost] and the reason.
+// An acquire that finds another kind of lock queued ahead of it in its
+// directory fails with [ErrMismatch]: kinds never mix on one path.
+//
 // # How a lock is acquired
 //
 // An acquire creates an EPHEMERAL_SEQUENTIAL node named
 // _c_<uuid>-<lockName><sequence> in the lock directory (Curator's
 // "protected" format; missing directories are created as CONTAINER nodes,
-// which the server removes once empty). In one round trip it then reads its
-// own node (arming a watch on it and learning its czxid, the fencing token)
-// and lists the directory. The driver decides from the sorted queue whether
+// which the server removes once empty). Its create reply carries the
+// node's czxid, the fencing token; in the next round trip it lists the
+// directory. The driver decides from the sorted queue whether
 // the node holds; if not, the engine watches only the nodes the driver
 // names (for a mutex, the immediate predecessor) with getData watches, so a
 // release wakes one waiter, not all of them. When a watched node is deleted
