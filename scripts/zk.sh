@@ -137,8 +137,12 @@ cmd_run() {
 	fi
 	# The zookeeper jar only pulls in slf4j-api: bind it to log4j 1.2 (both
 	# are dependencies of Debian's libzookeeper-java) so the server logs.
+	# Its manifest also leaves out two jars of Debian's libnetty-java that
+	# the Netty connection factory (NettyServerCnxnFactory, needed for a
+	# secureClientPort) loads: netty-codec (for TLS) and netty-resolver.
 	local cp="$ZK_CONF_DIR:$ZK_JAR" jar
-	for jar in /usr/share/java/slf4j-log4j12.jar /usr/share/java/log4j-1.2.jar; do
+	for jar in /usr/share/java/slf4j-log4j12.jar /usr/share/java/log4j-1.2.jar \
+		/usr/share/java/netty-codec.jar /usr/share/java/netty-resolver.jar; do
 		if [[ -f $jar ]]; then
 			cp+=":$jar"
 		fi
