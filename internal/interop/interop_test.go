@@ -58,15 +58,15 @@ func (j javaContender) loop(ctx context.Context, n int, pause time.Duration) err
 
 // goContender is one of our recipes' handles.
 type goContender struct {
-	id, kind          string
-	log               *os.File
-	acquire, release_ func(context.Context) error
+	id, kind   string
+	log        *os.File
+	lock, free func(context.Context) error // the recipe's acquire and release
 }
 
 func (g *goContender) name() string { return g.id }
 
 func (g *goContender) hold(ctx context.Context) error {
-	if err := g.acquire(ctx); err != nil {
+	if err := g.lock(ctx); err != nil {
 		return fmt.Errorf("%s: %s: %w", g.id, g.kind, err)
 	}
 	return g.note("enter")
@@ -76,7 +76,7 @@ func (g *goContender) release(ctx context.Context) error {
 	if err := g.note("exit"); err != nil {
 		return err
 	}
-	if err := g.release_(ctx); err != nil {
+	if err := g.free(ctx); err != nil {
 		return fmt.Errorf("%s: %s: %w", g.id, g.kind, err)
 	}
 	return nil
@@ -248,7 +248,7 @@ func (e *env) goC(t *testing.T, i int, k kind, path string) *goContender {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &goContender{id: id, kind: k.java, log: e.log, acquire: a, release_: r}
+	return &goContender{id: id, kind: k.java, log: e.log, lock: a, free: r}
 }
 
 // javaC returns Java contender i (0-based) on path.
@@ -412,7 +412,7 @@ func (e *env) readersShare(t *testing.T, javaFirst bool) {
 	if got := enters(evs); !slices.Equal(got, wantOrder) {
 		t.Errorf("held in order %v, want %v", got, wantOrder)
 	}
-	if evs[1].enter != true {
+	if !evs[1].enter {
 		t.Errorf("the second reader did not hold while the first did: %v", evs)
 	}
 }
