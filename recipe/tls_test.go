@@ -86,3 +86,55 @@ func TestTLS(t *testing.T) {
 		t.Logf("plain client on the TLS port: %v", err)
 	})
 }
+
+// With client certificates required (ssl.clientAuth=need), a client with a
+// certificate from the trusted CA runs a lock cycle; one without a
+// certificate cannot connect.
+func TestTLSClientCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real ZooKeeper tests skipped under -short")
+	}
+	if err := zktest.Installed(); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := zktest.NewCA("zkrecipes test CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverCert, err := ca.Issue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCert, err := ca.Issue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := zktest.StartServer(zktest.Options{TLS: &serverCert, TLSClientCA: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+
+	c := locktest.Client(t, []string{srv.SecureAddr()},
+		recipe.WithTLS(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{clientCert}}))
+	m, err := mutex.New(c, zktest.UniquePath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := locktest.Ctx(t, 20*time.Second)
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock with a client certificate: %v", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	short, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if c, err := recipe.Connect(short, []string{srv.SecureAddr()}, recipe.WithTLS(&tls.Config{RootCAs: ca.Pool()})); err == nil {
+		c.Close()
+		t.Fatal("Connect without a client certificate succeeded")
+	} else {
+		t.Logf("without a client certificate: %v", err)
+	}
+}

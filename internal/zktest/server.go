@@ -45,10 +45,15 @@ type Options struct {
 	// loopback port (see Server.SecureAddr) with this certificate: it is
 	// started with Netty (NettyServerCnxnFactory), a secureClientPort, and
 	// the certificate as a PEM key store (ssl.keyStore.type=PEM). Clients
-	// are not asked for certificates (ssl.clientAuth=none). The plain port
+	// are not asked for certificates (ssl.clientAuth=none) unless
+	// TLSClientCA is set. The plain port
 	// keeps serving, so the four-letter words keep working. Standalone
 	// servers only (StartServer). Make one with NewCA and CA.Issue.
 	TLS *tls.Certificate
+	// TLSClientCA, with TLS, makes the server require a client certificate
+	// issued by this CA on its TLS port (ssl.clientAuth=need, the CA as a
+	// PEM trust store).
+	TLSClientCA *CA
 	// Log, if set, also receives the server's output. The output always
 	// goes to a log file in the server's directory too (see LogPath), whose
 	// tail is included in start-up errors. Log must stay usable until the
@@ -195,7 +200,7 @@ func newServer(opts Options, port, myid int, peers []peer) (*Server, error) {
 	return s, nil
 }
 
-// enableTLS writes the key store and adds the TLS settings to zoo.cfg:
+// enableTLS writes the key store (and trust store) and adds the TLS settings to zoo.cfg:
 // unknown keys of zoo.cfg become "zookeeper."-prefixed system properties,
 // which is where the server reads serverCnxnFactory and ssl.* from.
 func (s *Server) enableTLS(port int) error {
@@ -210,7 +215,17 @@ func (s *Server) enableTLS(port int) error {
 	w("secureClientPortAddress", "127.0.0.1")
 	w("ssl.keyStore.location", ks)
 	w("ssl.keyStore.type", "PEM")
-	w("ssl.clientAuth", "none")
+	if ca := s.opts.TLSClientCA; ca != nil {
+		ts := filepath.Join(s.dir, "tls", "truststore.pem")
+		if err := os.WriteFile(ts, ca.PEM(), 0o600); err != nil {
+			return fmt.Errorf("zktest: %w", err)
+		}
+		w("ssl.trustStore.location", ts)
+		w("ssl.trustStore.type", "PEM")
+		w("ssl.clientAuth", "need")
+	} else {
+		w("ssl.clientAuth", "none")
+	}
 	f, err := os.OpenFile(s.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
 	if err == nil {
 		_, err = f.WriteString(b.String())

@@ -76,8 +76,14 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
-// Issue returns a server certificate for 127.0.0.1 and localhost signed by
-// the CA, with a fresh ECDSA P-256 key; its chain holds the leaf only.
+// PEM returns the CA's certificate in PEM form, as a trust store.
+func (ca *CA) PEM() []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
+}
+
+// Issue returns a certificate for 127.0.0.1 and localhost signed by the CA,
+// with a fresh ECDSA P-256 key, good for a server and for a client; its
+// chain holds the leaf only.
 func (ca *CA) Issue() (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
