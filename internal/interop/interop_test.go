@@ -182,23 +182,23 @@ func TestCurator(t *testing.T) {
 	}
 	t.Cleanup(func() { f.Close() })
 	e.log = f
+	// The JVMs start side by side.
+	e.java = make([]*javaProc, perLanguage)
+	errs := make([]error, perLanguage)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for i := range perLanguage {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := startJava(t, classPath, e.addr, fmt.Sprintf("java-%d", i+1), e.logPath)
-			mu.Lock()
-			e.java = append(e.java, p)
-			mu.Unlock()
+			e.java[i], errs[i] = startJava(t, classPath, e.addr, fmt.Sprintf("java-%d", i+1), e.logPath)
 		}()
 	}
 	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	slices.SortFunc(e.java, func(a, b *javaProc) int { return strings.Compare(a.id, b.id) })
 	for range perLanguage {
 		e.clients = append(e.clients, locktest.Client(t, []string{e.addr}))
 	}

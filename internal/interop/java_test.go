@@ -88,24 +88,24 @@ func (s *syncBuffer) String() string {
 
 // startJava starts a Contender with the given id, connected to servers
 // and appending to logPath, and waits (bounded) until it is connected.
-// The process is killed, and waited for, when the test ends.
-func startJava(t *testing.T, classPath, servers, id, logPath string) *javaProc {
-	t.Helper()
+// The process is killed, and waited for, when the test ends. It may run
+// on any goroutine: it reports failure as an error.
+func startJava(t *testing.T, classPath, servers, id, logPath string) (*javaProc, error) {
 	p := &javaProc{id: id, replies: make(chan string, 16), stderr: &syncBuffer{}, read: make(chan struct{})}
 	p.cmd = exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
 		"-Djava.net.preferIPv4Stack=true", "-cp", classPath, "Contender", servers, id, logPath)
 	p.cmd.Stderr = p.stderr
 	stdin, err := p.cmd.StdinPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	p.stdin = stdin
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("interop: starting java: %v", err)
+		return nil, fmt.Errorf("interop: starting java: %w", err)
 	}
 	go func() {
 		defer close(p.read)
@@ -117,9 +117,9 @@ func startJava(t *testing.T, classPath, servers, id, logPath string) *javaProc {
 	}()
 	t.Cleanup(p.stop)
 	if err := p.await(context.Background(), "ready", 60*time.Second); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return p
+	return p, nil
 }
 
 // stop asks the process to quit, kills it if it does not within a few
