@@ -22,14 +22,17 @@ DEMOFLAGS ?= -workers 4 -increments 25
 # staticcheck 2025.1.1 (module version v0.6.1); not a dependency in go.mod.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: help zk-install zk-up zk-down demo test test-short test-faults soak bench bench-peers lint fuzz
+.PHONY: help zk-install curator-install zk-up zk-down demo test test-short test-faults soak bench bench-peers lint fuzz
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
-	@awk 'BEGIN { FS = ":.*## " } /^[a-z][a-z-]*:.*## / { printf "  %-11s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z][a-z-]*:.*## / { printf "  %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 zk-install: ## install ZooKeeper (Debian's zookeeper package) if missing; needs root or sudo
 	$(ZK) install
+
+curator-install: ## install ZooKeeper, Debian's Curator jars and a JDK if missing (the interop tests need them)
+	$(ZK) install --curator
 
 zk-up: zk-install ## start a local ZooKeeper server on 127.0.0.1:ZK_PORT (data in .zk/)
 	$(ZK) start --port $(ZK_PORT)
@@ -41,7 +44,7 @@ demo: zk-install zk-up ## start ZooKeeper, run processes contending for a mutex,
 	@trap '$(ZK) stop' EXIT; \
 	$(GO) run ./examples/mutex-counter -zk 127.0.0.1:$(ZK_PORT) $(DEMOFLAGS)
 
-test: zk-install ## run every test (the fault suite aside: test-faults), against real ZooKeeper servers, with the race detector
+test: curator-install ## run every test (the fault suite aside: test-faults), against real ZooKeeper servers and Curator, with the race detector
 	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/faults)
 
 test-short: ## run the tests that need no ZooKeeper server

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
@@ -462,33 +460,6 @@ func TestBadInput(t *testing.T) {
 	}
 	if got := engine.Of(c).Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("bad input caused %d round trips, want 0", got)
-	}
-}
-
-func TestACL(t *testing.T) {
-	srv := zktest.Shared(t)
-	path := zktest.UniquePath(t)
-	alice := locktest.Client(t, []string{srv.Addr()},
-		recipe.WithDigestAuth("alice", "secret"),
-		recipe.WithACL(zk.DigestACL(zk.PermAll, "alice", "secret")...))
-	mine := newMutex(t, alice, path)
-	if err := mine.Lock(locktest.Ctx(t, 10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	stranger := newMutex(t, locktest.Client(t, []string{srv.Addr()}), path)
-	err := stranger.Lock(locktest.Ctx(t, 5*time.Second))
-	if !errors.Is(err, recipe.ErrPermission) || !errors.Is(err, mutex.ErrNotAcquired) {
-		t.Fatalf("Lock without credentials = %v, want ErrPermission and ErrNotAcquired", err)
-	}
-	raw := zktest.Connect(t, srv.Addr())
-	if err := raw.Delete(path+"/"+mine.Node(), -1); !errors.Is(err, zk.ErrNoAuth) {
-		t.Fatalf("deleting the holder's node without credentials = %v, want zk.ErrNoAuth", err)
-	}
-	if err := mine.Err(); err != nil {
-		t.Fatalf("holder lost its lock: %v", err)
-	}
-	if err := mine.Unlock(context.Background()); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -2,8 +2,11 @@
 # zk.sh - install and run Apache ZooKeeper for zkrecipes development and tests.
 #
 # Usage:
-#   scripts/zk.sh install
-#       Install Debian's zookeeper package (and with it a JRE) if missing.
+#   scripts/zk.sh install [--curator]
+#       Install Debian's zookeeper package (and with it a JRE) if missing;
+#       with --curator also libcurator-recipes-java and a JDK (javac) for
+#       the Curator interoperability tests. Runs apt-get update once, and
+#       only when something is missing.
 #   scripts/zk.sh run CONFIG_FILE LOGDIR
 #       Run a server for CONFIG_FILE in the foreground (exec: the process id
 #       stays the JVM's). Output goes to LOGDIR/zookeeper.log, or to stdout
@@ -20,6 +23,7 @@
 # Environment:
 #   ZK_JAR                 ZooKeeper jar (default /usr/share/java/zookeeper.jar)
 #   ZK_CONF_DIR            directory with log4j.properties (default /etc/zookeeper/conf)
+#   CURATOR_JAR            Curator recipes jar (default /usr/share/java/curator-recipes.jar)
 #   ZK_CONTAINER_CHECK_MS  container/TTL node check interval in ms (default 1000)
 #                          (TTL nodes are enabled: zookeeper.extendedTypesEnabled)
 #   ZK_HEAP_MAX            maximum JVM heap (default 256m)
@@ -33,6 +37,7 @@ SELF="$SCRIPT_DIR/$(basename -- "${BASH_SOURCE[0]}")"
 
 ZK_JAR=${ZK_JAR:-/usr/share/java/zookeeper.jar}
 ZK_CONF_DIR=${ZK_CONF_DIR:-/etc/zookeeper/conf}
+CURATOR_JAR=${CURATOR_JAR:-/usr/share/java/curator-recipes.jar}
 DEFAULT_PORT=21811
 DEFAULT_DIR="$REPO/.zk"
 
@@ -62,22 +67,47 @@ zk_installed() {
 	[[ -f $ZK_JAR ]] && command -v java >/dev/null 2>&1
 }
 
-cmd_install() {
-	if zk_installed; then
-		return 0
-	fi
+# missing_packages prints the Debian packages to install: zookeeper when its
+# jar is missing and, with --curator, Curator's recipes and a JDK (javac).
+missing_packages() {
+	local curator=$1
 	if [[ ! -f $ZK_JAR ]] || ! dpkg-query -W -f='${Status}' zookeeper 2>/dev/null | grep -q 'install ok installed'; then
-		command -v apt-get >/dev/null 2>&1 || die "$ZK_JAR is missing and apt-get is not available: install Apache ZooKeeper 3.8 and a JRE by hand"
-		log "installing the zookeeper package"
+		echo zookeeper
+	fi
+	if [[ $curator == 1 ]]; then
+		[[ -f $CURATOR_JAR ]] || echo libcurator-recipes-java
+		command -v javac >/dev/null 2>&1 || echo default-jdk-headless
+	fi
+}
+
+cmd_install() {
+	local curator=0
+	while [[ $# -gt 0 ]]; do
+		case $1 in
+		--curator) curator=1; shift ;;
+		*) usage ;;
+		esac
+	done
+	local -a pkgs
+	mapfile -t pkgs < <(missing_packages "$curator")
+	if [[ ${#pkgs[@]} -gt 0 ]]; then
+		command -v apt-get >/dev/null 2>&1 || die "missing ${pkgs[*]} and apt-get is not available: install Apache ZooKeeper 3.8, a JRE (and for --curator Apache Curator 5 and a JDK) by hand"
+		log "installing ${pkgs[*]}"
 		# ZK_APT_UPDATED=1: the caller has just run apt-get update.
 		if [[ ${ZK_APT_UPDATED:-} != 1 ]]; then
 			as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 		fi
-		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
 	fi
 	[[ -f $ZK_JAR ]] || die "$ZK_JAR is still missing after installing the zookeeper package"
 	command -v java >/dev/null 2>&1 || die "java is missing: install a JRE (e.g. apt-get install default-jre-headless)"
-	log "ZooKeeper installed: $ZK_JAR"
+	if [[ $curator == 1 ]]; then
+		[[ -f $CURATOR_JAR ]] || die "$CURATOR_JAR is still missing after installing libcurator-recipes-java"
+		command -v javac >/dev/null 2>&1 || die "javac is missing: install a JDK (e.g. apt-get install default-jdk-headless)"
+	fi
+	if [[ ${#pkgs[@]} -gt 0 ]]; then
+		log "installed ${pkgs[*]}"
+	fi
 }
 
 cmd_run() {
@@ -107,8 +137,12 @@ cmd_run() {
 	fi
 	# The zookeeper jar only pulls in slf4j-api: bind it to log4j 1.2 (both
 	# are dependencies of Debian's libzookeeper-java) so the server logs.
+	# Its manifest also leaves out two jars of Debian's libnetty-java that
+	# the Netty connection factory (NettyServerCnxnFactory, needed for a
+	# secureClientPort) loads: netty-codec (for TLS) and netty-resolver.
 	local cp="$ZK_CONF_DIR:$ZK_JAR" jar
-	for jar in /usr/share/java/slf4j-log4j12.jar /usr/share/java/log4j-1.2.jar; do
+	for jar in /usr/share/java/slf4j-log4j12.jar /usr/share/java/log4j-1.2.jar \
+		/usr/share/java/netty-codec.jar /usr/share/java/netty-resolver.jar; do
 		if [[ -f $jar ]]; then
 			cp+=":$jar"
 		fi
@@ -264,7 +298,7 @@ main() {
 	local cmd=$1
 	shift
 	case $cmd in
-	install) [[ $# -eq 0 ]] || usage; cmd_install ;;
+	install) cmd_install "$@" ;;
 	run) cmd_run "$@" ;;
 	start) cmd_start "$@" ;;
 	stop) cmd_stop "$@" ;;

@@ -32,6 +32,10 @@
 // (CutAfterCreates), partitions the network (Blackhole) and drops
 // connections (DropAll), to test how recipes recover from connection loss.
 //
+// Options.TLS starts a server that also serves TLS clients on its
+// SecureAddr, with a certificate made in the test by NewCA and CA.Issue
+// (and, with Options.TLSClientCA, requires client certificates).
+//
 // Under go test -short, Shared skips the test. When ZooKeeper is not
 // installed, Shared fails the test with a message telling how to install
 // it, so a missing server never passes silently. The script is found next

@@ -2,6 +2,7 @@ package zktest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,19 @@ type Options struct {
 	// StartTimeout bounds how long starting waits for the server to serve.
 	// Default 30s.
 	StartTimeout time.Duration
+	// TLS, if set, makes the server also serve TLS clients on a second
+	// loopback port (see Server.SecureAddr) with this certificate: it is
+	// started with Netty (NettyServerCnxnFactory), a secureClientPort, and
+	// the certificate as a PEM key store (ssl.keyStore.type=PEM). Clients
+	// are not asked for certificates (ssl.clientAuth=none) unless
+	// TLSClientCA is set. The plain port
+	// keeps serving, so the four-letter words keep working. Standalone
+	// servers only (StartServer). Make one with NewCA and CA.Issue.
+	TLS *tls.Certificate
+	// TLSClientCA, with TLS, makes the server require a client certificate
+	// issued by this CA on its TLS port (ssl.clientAuth=need, the CA as a
+	// PEM trust store).
+	TLSClientCA *CA
 	// Log, if set, also receives the server's output. The output always
 	// goes to a log file in the server's directory too (see LogPath), whose
 	// tail is included in start-up errors. Log must stay usable until the
@@ -93,6 +107,8 @@ type Server struct {
 	cfgPath string
 	logPath string
 	port    int
+	// securePort is the TLS client port, 0 without Options.TLS.
+	securePort int
 	// quorum is true for ensemble members: Start then only waits for the
 	// process to answer, since serving needs a quorum of peers.
 	quorum bool
@@ -125,13 +141,19 @@ func (p *process) exited() bool {
 // tail of the server log.
 func StartServer(opts Options) (*Server, error) {
 	opts = opts.withDefaults()
-	ports, err := freePorts(1)
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	s, err := newServer(opts, ports[0], 0, nil)
 	if err != nil {
 		return nil, err
+	}
+	if opts.TLS != nil {
+		if err := s.enableTLS(ports[1]); err != nil {
+			_ = os.RemoveAll(s.dir)
+			return nil, err
+		}
 	}
 	if err := s.Start(); err != nil {
 		_ = os.RemoveAll(s.dir)
@@ -176,6 +198,46 @@ func newServer(opts Options, port, myid int, peers []peer) (*Server, error) {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
 	return s, nil
+}
+
+// enableTLS writes the key store (and trust store) and adds the TLS settings to zoo.cfg:
+// unknown keys of zoo.cfg become "zookeeper."-prefixed system properties,
+// which is where the server reads serverCnxnFactory and ssl.* from.
+func (s *Server) enableTLS(port int) error {
+	ks := filepath.Join(s.dir, "tls", "keystore.pem")
+	if err := writeKeyStore(ks, s.opts.TLS); err != nil {
+		return err
+	}
+	var b strings.Builder
+	w := func(k string, v any) { fmt.Fprintf(&b, "%s=%v\n", k, v) }
+	w("serverCnxnFactory", "org.apache.zookeeper.server.NettyServerCnxnFactory")
+	w("secureClientPort", port)
+	w("secureClientPortAddress", "127.0.0.1")
+	w("ssl.keyStore.location", ks)
+	w("ssl.keyStore.type", "PEM")
+	if ca := s.opts.TLSClientCA; ca != nil {
+		ts := filepath.Join(s.dir, "tls", "truststore.pem")
+		if err := os.WriteFile(ts, ca.PEM(), 0o600); err != nil {
+			return fmt.Errorf("zktest: %w", err)
+		}
+		w("ssl.trustStore.location", ts)
+		w("ssl.trustStore.type", "PEM")
+		w("ssl.clientAuth", "need")
+	} else {
+		w("ssl.clientAuth", "none")
+	}
+	f, err := os.OpenFile(s.cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(b.String())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("zktest: %w", err)
+	}
+	s.securePort = port
+	return nil
 }
 
 // config renders zoo.cfg.
@@ -232,6 +294,15 @@ func ticksFor(d, tick time.Duration) int {
 // Addr returns the server's client address, "127.0.0.1:PORT".
 func (s *Server) Addr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// SecureAddr returns the server's TLS client address, "127.0.0.1:PORT",
+// or "" for a server started without Options.TLS.
+func (s *Server) SecureAddr() string {
+	if s.securePort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.securePort))
 }
 
 // Port returns the server's client port.
