@@ -194,3 +194,34 @@ func openParent(t *testing.T, conn *zk.Conn) string {
 	t.Fatalf("could not create %s", dir)
 	return ""
 }
+
+// A protected lock whose parents are missing creates them open, so it does
+// not lock other clients out of the parent: another client can still make
+// its own lock next to it.
+func TestACLParentsStayOpen(t *testing.T) {
+	srv := zktest.Shared(t)
+	ctx := locktest.Ctx(t, 30*time.Second)
+	parent := zktest.UniquePath(t) + "/shared"
+	alice := locktest.Client(t, []string{srv.Addr()}, recipe.WithDigestAuth("alice", "secret"),
+		recipe.WithACL(zk.DigestACL(zk.PermAll, "alice", "secret")...))
+	m, err := mutex.New(alice, parent+"/alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	other, err := mutex.New(locktest.Client(t, []string{srv.Addr()}), parent+"/bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Lock(ctx); err != nil {
+		t.Fatalf("a lock next to a protected one: %v (the parent was created protected)", err)
+	}
+	if err := other.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

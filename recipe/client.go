@@ -34,9 +34,12 @@ type Client struct {
 	tracer trace.Tracer
 	ins    instruments
 
-	clock         time.Time    // monotonic base of lastHeard
-	lastHeard     atomic.Int64 // nanos since clock at which a server was last known alive
-	dialErr       atomic.Value // error of the last failed dial
+	clock         time.Time     // monotonic base of lastHeard
+	lastHeard     atomic.Int64  // nanos since clock at which a server was last known alive
+	dialErr       atomic.Value  // error of the last failed dial
+	dials         atomic.Int64  // connections opened
+	untrusted     chan struct{} // closed when a server's certificate is refused
+	untrustedOnce sync.Once
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
 	wireSession   atomic.Int64 // session id of the last connect response
 	zxids         createZxids  // zxids of create replies, by returned path
@@ -107,6 +110,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		log:       cfg.logger,
 		tracer:    cfg.tracerProvider.Tracer(instrumentationName),
 		connected: make(chan struct{}),
+		untrusted: make(chan struct{}),
 		subs:      make(map[*subscriber]struct{}),
 	}
 	var err error
@@ -134,10 +138,17 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 
 	select {
 	case <-c.connected:
+	case <-c.untrusted:
+		c.Close()
+		err, _ := c.dialErr.Load().(error)
+		return nil, fmt.Errorf("recipe: connect to %v: %w", servers, err)
 	case <-ctx.Done():
 		c.Close()
 		if err, ok := c.dialErr.Load().(error); ok {
 			return nil, fmt.Errorf("recipe: connect to %v: %w (last dial: %w)", servers, ctx.Err(), err)
+		}
+		if c.dials.Load() > 0 {
+			return nil, fmt.Errorf("recipe: connect to %v: %w (connections were accepted but no server completed the ZooKeeper handshake: a TLS port without WithTLS?)", servers, ctx.Err())
 		}
 		return nil, fmt.Errorf("recipe: connect to %v: %w", servers, ctx.Err())
 	}

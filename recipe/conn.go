@@ -3,7 +3,9 @@ package recipe
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -26,10 +28,33 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 		}
 		if err != nil {
 			c.dialErr.Store(err)
+			if certificateRefused(err) {
+				// Retrying will not change the certificate: Connect
+				// gives up at once rather than when its context ends.
+				c.untrustedOnce.Do(func() { close(c.untrusted) })
+			}
 			return nil, err
 		}
+		c.dials.Add(1)
 		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, proof: c.heardAt, now: c.monotonic}}, nil
 	}
+}
+
+// certificateRefused reports whether err is a TLS handshake that failed on
+// a certificate (unknown authority, wrong host, expired, or refused by the
+// server), which no retry can mend.
+func certificateRefused(err error) bool {
+	var (
+		unknown  x509.UnknownAuthorityError
+		host     x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		verify   *tls.CertificateVerificationError
+		alertErr tls.AlertError
+	)
+	var remote *net.OpError // an alert from the server: "remote error: tls: bad certificate"
+	return errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.As(err, &alertErr) ||
+		(errors.As(err, &remote) && remote.Op == "remote error")
 }
 
 // handshake runs the TLS client handshake on conn within timeout. The

@@ -173,13 +173,22 @@ func (c *Client) callTracked(ctx context.Context, op func() error) (<-chan struc
 // server deletes once they are empty. Existing nodes are fine.
 // data is stored in dir itself if this call creates it.
 func (c *Client) ensureDir(ctx context.Context, dir string, data []byte) error {
+	return c.ensureDirACL(ctx, dir, data, c.cfg.acl)
+}
+
+// ensureDirACL is ensureDir with the ACL of dir. Missing ancestors get an
+// open ACL, as Curator gives them by default: a lock directory protected
+// for one user must not lock everybody out of the tree above it (other
+// locks under the same parent, say). Protect ancestors by creating them
+// yourself.
+func (c *Client) ensureDirACL(ctx context.Context, dir string, data []byte, acl []zk.ACL) error {
 	if dir == "" {
 		return nil
 	}
 	for range maxSetupTries {
 		c.stats.creates.Add(1)
 		err := c.call(ctx, func() error {
-			_, err := c.conn.CreateContainer(dir, data, zk.FlagContainer, c.cfg.acl)
+			_, err := c.conn.CreateContainer(dir, data, zk.FlagContainer, acl)
 			return err
 		})
 		switch {
@@ -187,7 +196,7 @@ func (c *Client) ensureDir(ctx context.Context, dir string, data []byte) error {
 			c.zxids.take(dir) // nobody needs a directory's zxid
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := c.ensureDir(ctx, parentOf(dir), nil); err != nil {
+			if err := c.ensureDirACL(ctx, parentOf(dir), nil, zk.WorldACL(zk.PermAll)); err != nil {
 				return err
 			}
 			// The parent exists now (unless reaped again): try once more.

@@ -116,9 +116,12 @@ func WithDigestAuth(user, password string) Option {
 	return func(c *config) { c.auth, c.authUser, c.authPassword = true, user, password }
 }
 
-// WithACL sets the ACL of every node the client creates (lock nodes and the
-// container directories above them). Default: world-readable and writable
-// (zk.WorldACL(zk.PermAll)). Combine with [WithDigestAuth] and zk.DigestACL
+// WithACL sets the ACL of every node the client creates: lock nodes and
+// lock directories. Missing directories further up (the parents of a lock
+// directory) are created with an open ACL, as Curator does by default, so
+// that one protected lock does not lock others out of a shared parent;
+// create them yourself to protect them. Default: world-readable and
+// writable (zk.WorldACL(zk.PermAll)). Combine with [WithDigestAuth] and zk.DigestACL
 // to keep other credentials out of a lock.
 func WithACL(acl ...zk.ACL) Option {
 	return func(c *config) { c.acl = append([]zk.ACL(nil), acl...) }
