@@ -60,23 +60,8 @@ bench: zk-install ## run the go test benchmarks and the side-by-side runner agai
 	$(GO) test -run='^$$' -bench=. -benchtime=1s ./mutex/
 	$(GO) run ./internal/bench $(BENCHFLAGS)
 
-# Debian packages of the peers measured by bench-peers (javac compiles the Curator one).
-PEER_PACKAGES := libcurator-recipes-java python3-kazoo
-
 bench-peers: ## install Curator and kazoo if missing, then run the runner's peers suite (docs/performance.md)
-	@missing=; \
-	for p in $(PEER_PACKAGES); do \
-		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
-	done; \
-	command -v javac >/dev/null 2>&1 || missing="$$missing default-jdk-headless"; \
-	if [[ -n $$missing ]]; then \
-		sudo=; [[ $$(id -u) == 0 ]] || sudo=sudo; \
-		echo "installing$$missing"; \
-		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
-		export ZK_APT_UPDATED=1; \
-	fi; \
-	$(ZK) install
+	$(ZK) install --curator --kazoo
 	$(GO) run ./internal/bench -suite peers $(BENCHFLAGS)
 
 lint: ## check formatting (gofmt), go vet and staticcheck

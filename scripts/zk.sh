@@ -2,10 +2,11 @@
 # zk.sh - install and run Apache ZooKeeper for zkrecipes development and tests.
 #
 # Usage:
-#   scripts/zk.sh install [--curator]
+#   scripts/zk.sh install [--curator] [--kazoo]
 #       Install Debian's zookeeper package (and with it a JRE) if missing;
 #       with --curator also libcurator-recipes-java and a JDK (javac) for
-#       the Curator interoperability tests. Runs apt-get update once, and
+#       the Curator interoperability tests and benchmarks; with --kazoo
+#       python3-kazoo for the benchmarks. Runs apt-get update once, and
 #       only when something is missing.
 #   scripts/zk.sh run CONFIG_FILE LOGDIR
 #       Run a server for CONFIG_FILE in the foreground (exec: the process id
@@ -70,7 +71,7 @@ zk_installed() {
 # missing_packages prints the Debian packages to install: zookeeper when its
 # jar is missing and, with --curator, Curator's recipes and a JDK (javac).
 missing_packages() {
-	local curator=$1
+	local curator=$1 kazoo=$2
 	if [[ ! -f $ZK_JAR ]] || ! dpkg-query -W -f='${Status}' zookeeper 2>/dev/null | grep -q 'install ok installed'; then
 		echo zookeeper
 	fi
@@ -78,18 +79,22 @@ missing_packages() {
 		[[ -f $CURATOR_JAR ]] || echo libcurator-recipes-java
 		command -v javac >/dev/null 2>&1 || echo default-jdk-headless
 	fi
+	if [[ $kazoo == 1 ]] && ! python3 -c 'import kazoo' >/dev/null 2>&1; then
+		echo python3-kazoo
+	fi
 }
 
 cmd_install() {
-	local curator=0
+	local curator=0 kazoo=0
 	while [[ $# -gt 0 ]]; do
 		case $1 in
 		--curator) curator=1; shift ;;
+		--kazoo) kazoo=1; shift ;;
 		*) usage ;;
 		esac
 	done
 	local -a pkgs
-	mapfile -t pkgs < <(missing_packages "$curator")
+	mapfile -t pkgs < <(missing_packages "$curator" "$kazoo")
 	if [[ ${#pkgs[@]} -gt 0 ]]; then
 		command -v apt-get >/dev/null 2>&1 || die "missing ${pkgs[*]} and apt-get is not available: install Apache ZooKeeper 3.8, a JRE (and for --curator Apache Curator 5 and a JDK) by hand"
 		log "installing ${pkgs[*]}"
