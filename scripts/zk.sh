@@ -79,7 +79,7 @@ missing_packages() {
 		[[ -f $CURATOR_JAR ]] || echo libcurator-recipes-java
 		command -v javac >/dev/null 2>&1 || echo default-jdk-headless
 	fi
-	if [[ $kazoo == 1 ]] && ! python3 -c 'import kazoo' >/dev/null 2>&1; then
+	if [[ $kazoo == 1 ]] && ! dpkg-query -W -f='${Status}' python3-kazoo 2>/dev/null | grep -q 'install ok installed'; then
 		echo python3-kazoo
 	fi
 }
