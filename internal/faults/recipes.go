@@ -105,25 +105,63 @@ var RWLock = &Adapter{
 		}
 		return func(ctx context.Context, rng *rand.Rand) (*Held, error) {
 			if rng.IntN(10) < 7 {
-				if err := rw.RLock(ctx); err != nil {
-					return nil, err
-				}
-				return &Held{
-					Mode:    Shared,
-					Parts:   []Part{{Done: rw.RDone(), Err: rw.RErr, Token: rw.RToken(), Node: rw.RNode()}},
-					Release: func(ctx context.Context) []error { return []error{rw.RUnlock(ctx)} },
-				}, nil
+				return readLock(ctx, rw)
 			}
-			if err := rw.Lock(ctx); err != nil {
-				return nil, err
-			}
-			return &Held{
-				Mode:    Exclusive,
-				Parts:   []Part{{Done: rw.Done(), Err: rw.Err, Token: rw.Token(), Node: rw.Node()}},
-				Release: func(ctx context.Context) []error { return []error{rw.Unlock(ctx)} },
-			}, nil
+			return writeLock(ctx, rw)
 		}, nil
 	},
+}
+
+// RWLockRead is the adapter of rwlock.RWLock that always takes the read
+// lock.
+var RWLockRead = &Adapter{
+	Name:        "rwlock-read",
+	NotAcquired: rwlock.ErrNotAcquired,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		rw, err := rwlock.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return readLock(ctx, rw) }, nil
+	},
+}
+
+// RWLockWrite is the adapter of rwlock.RWLock that always takes the write
+// lock.
+var RWLockWrite = &Adapter{
+	Name:        "rwlock-write",
+	NotAcquired: rwlock.ErrNotAcquired,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		rw, err := rwlock.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return writeLock(ctx, rw) }, nil
+	},
+}
+
+// readLock takes rw's read lock.
+func readLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) {
+	if err := rw.RLock(ctx); err != nil {
+		return nil, err
+	}
+	return &Held{
+		Mode:    Shared,
+		Parts:   []Part{{Done: rw.RDone(), Err: rw.RErr, Token: rw.RToken(), Node: rw.RNode()}},
+		Release: func(ctx context.Context) []error { return []error{rw.RUnlock(ctx)} },
+	}, nil
+}
+
+// writeLock takes rw's write lock.
+func writeLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) {
+	if err := rw.Lock(ctx); err != nil {
+		return nil, err
+	}
+	return &Held{
+		Mode:    Exclusive,
+		Parts:   []Part{{Done: rw.Done(), Err: rw.Err, Token: rw.Token(), Node: rw.Node()}},
+		Release: func(ctx context.Context) []error { return []error{rw.Unlock(ctx)} },
+	}, nil
 }
 
 // Semaphore is the adapter of a 2-lease semaphore.Semaphore: one cycle in
@@ -153,20 +191,46 @@ var Semaphore = &Adapter{
 				}
 				ls = []*semaphore.Lease{l}
 			}
-			h := &Held{Mode: Lease}
-			for _, l := range ls {
-				h.Parts = append(h.Parts, Part{Done: l.Done(), Err: l.Err, Token: l.Token(), Node: l.Node()})
-			}
-			h.Release = func(ctx context.Context) []error {
-				errs := make([]error, len(ls))
-				for i, l := range ls {
-					errs[i] = l.Release(ctx)
-				}
-				return errs
-			}
-			return h, nil
+			return leases(ls), nil
 		}, nil
 	},
+}
+
+// Semaphore1 is the adapter of a 1-lease semaphore.Semaphore: Acquire,
+// hold, Release.
+var Semaphore1 = &Adapter{
+	Name:        "semaphore-1",
+	NotAcquired: semaphore.ErrNotAcquired,
+	MaxLeases:   1,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		s, err := semaphore.New(c, path, 1)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) {
+			l, err := s.Acquire(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return leases([]*semaphore.Lease{l}), nil
+		}, nil
+	},
+}
+
+// leases is the hold of the leases ls.
+func leases(ls []*semaphore.Lease) *Held {
+	h := &Held{Mode: Lease}
+	for _, l := range ls {
+		h.Parts = append(h.Parts, Part{Done: l.Done(), Err: l.Err, Token: l.Token(), Node: l.Node()})
+	}
+	h.Release = func(ctx context.Context) []error {
+		errs := make([]error, len(ls))
+		for i, l := range ls {
+			errs[i] = l.Release(ctx)
+		}
+		return errs
+	}
+	return h
 }
 
 // Leader is the adapter of leader.Election: Campaign, lead, Resign.
@@ -193,6 +257,17 @@ var Leader = &Adapter{
 
 // Recipes lists every adapter, in the order of the results table.
 var Recipes = []*Adapter{Mutex, RWLock, Semaphore, Leader}
+
+// Named returns the adapter called name (from Recipes, RWLockRead,
+// RWLockWrite and Semaphore1), or nil.
+func Named(name string) *Adapter {
+	for _, a := range append([]*Adapter{RWLockRead, RWLockWrite, Semaphore1}, Recipes...) {
+		if a.Name == name {
+			return a
+		}
+	}
+	return nil
+}
 
 // lossReason names the documented reason a lost hold's error wraps, or ""
 // when it wraps none (or is not a loss).

@@ -1,0 +1,186 @@
+// Command holderproc is one contender of the process fault tests
+// (internal/faults, process_test.go): a process of its own that connects
+// to ZooKeeper with a short session, acquires one recipe's lock and, while
+// holding, writes to the test's fenced store (a [faults.TokenStore]) every
+// few milliseconds under the hold's fencing token.
+//
+// Before each write it asks the hold whether it is still in force (Err,
+// then Done) and stops at the first loss: it reports the loss, makes one
+// deliberate write under its old token (which the store must refuse),
+// releases and exits. It also stops, releasing, when its standard input
+// ends, and when the store refuses a write. The test kills it (SIGKILL) or
+// pauses it (SIGSTOP, SIGCONT) while it holds.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/internal/faults"
+	"github.com/zkrecipes/zkrecipes/recipe"
+)
+
+func main() { os.Exit(run()) }
+
+type config struct {
+	zk, path, recipe, store string
+	id                      int
+	session, every, life    time.Duration
+}
+
+func run() int {
+	var cfg config
+	flag.StringVar(&cfg.zk, "zk", "", "ZooKeeper server host:port")
+	flag.StringVar(&cfg.path, "path", "", "lock path")
+	flag.StringVar(&cfg.recipe, "recipe", "mutex", "adapter name (internal/faults: mutex, rwlock-read, rwlock-write, semaphore-1, leader)")
+	flag.StringVar(&cfg.store, "store", "", "unix socket of the fenced store")
+	flag.IntVar(&cfg.id, "id", 0, "this holder's number")
+	flag.DurationVar(&cfg.session, "session", 2*time.Second, "session timeout")
+	flag.DurationVar(&cfg.every, "every", 5*time.Millisecond, "time between two writes")
+	flag.DurationVar(&cfg.life, "life", 3*time.Minute, "bound on the whole run")
+	flag.Parse()
+	a := faults.Named(cfg.recipe)
+	if a == nil || cfg.zk == "" || cfg.path == "" || cfg.store == "" {
+		fmt.Fprintln(os.Stderr, "holderproc: need -zk, -path, -store and a known -recipe")
+		return 2
+	}
+	st, err := faults.DialStore(cfg.store)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "holderproc:", err)
+		return 1
+	}
+	defer st.Close()
+	h := &holder{cfg: cfg, st: st}
+	if err := h.run(a); err != nil {
+		h.send(faults.StoreMsg{Kind: faults.MsgFailed, Err: err.Error()})
+		fmt.Fprintf(os.Stderr, "holderproc %d: %v\n", cfg.id, err)
+		return 1
+	}
+	return 0
+}
+
+type holder struct {
+	cfg   config
+	st    *faults.StoreClient
+	token int64
+}
+
+// send sends m, stamped with the holder's id and token, to the store.
+func (h *holder) send(m faults.StoreMsg) (faults.StoreReply, error) {
+	m.ID, m.PID = h.cfg.id, os.Getpid()
+	if m.Token == 0 {
+		m.Token = h.token
+	}
+	return h.st.Send(m)
+}
+
+func (h *holder) run(a *faults.Adapter) error {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.life)
+	defer cancel()
+	stop := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(stop)
+	}()
+	c, err := recipe.Connect(ctx, []string{h.cfg.zk}, recipe.WithSessionTimeout(h.cfg.session))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := h.send(faults.StoreMsg{Kind: faults.MsgHello, Session: c.SessionID()}); err != nil {
+		return err
+	}
+	acquire, err := a.New(c, h.cfg.path)
+	if err != nil {
+		return err
+	}
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	go func() {
+		select {
+		case <-stop:
+			acancel()
+		case <-actx.Done():
+		}
+	}()
+	held, err := acquire(actx, rand.New(rand.NewPCG(uint64(h.cfg.id), 1)))
+	if err != nil {
+		select {
+		case <-stop:
+			return nil // told to go while waiting
+		default:
+			return fmt.Errorf("acquire: %w", err)
+		}
+	}
+	p := held.Parts[0]
+	h.token = p.Token
+	nodes, err := engine.Of(c).Children(ctx, h.cfg.path)
+	if err != nil {
+		return fmt.Errorf("list after the grant: %w", err)
+	}
+	if _, err := h.send(faults.StoreMsg{Kind: faults.MsgGrant, Node: p.Node, Nodes: nodes, Wall: time.Now().UnixNano()}); err != nil {
+		return err
+	}
+	err = h.hold(p, stop)
+	rctx, rcancel := context.WithTimeout(context.Background(), h.cfg.session)
+	defer rcancel()
+	rerr := errors.Join(held.Release(rctx)...)
+	if err != nil {
+		return err
+	}
+	if rerr == nil {
+		_, err = h.send(faults.StoreMsg{Kind: faults.MsgReleased})
+	}
+	return err
+}
+
+// hold writes every cfg.every while p is in force, until stop. At a loss
+// it reports it and makes one probe write under the old token.
+func (h *holder) hold(p faults.Part, stop <-chan struct{}) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for seq := 1; ; seq++ {
+		select {
+		case <-stop:
+			return nil
+		case <-t.C:
+		}
+		if lost := lossOf(p); lost != nil {
+			at := time.Now().UnixNano()
+			if _, err := h.send(faults.StoreMsg{Kind: faults.MsgLost, Wall: at, Err: lost.Error()}); err != nil {
+				return err
+			}
+			_, err := h.send(faults.StoreMsg{Kind: faults.MsgProbe, Seq: seq})
+			return err
+		}
+		r, err := h.send(faults.StoreMsg{Kind: faults.MsgWrite, Seq: seq, Wall: time.Now().UnixNano()})
+		if err != nil {
+			return err
+		}
+		if !r.OK {
+			return fmt.Errorf("write %d under token %d refused (highest %d) while the hold was in force", seq, h.token, r.Highest)
+		}
+		t.Reset(h.cfg.every)
+	}
+}
+
+// lossOf checks the hold as a careful writer does before each write:
+// Err (exact at the moment of the call), then the Done channel.
+func lossOf(p faults.Part) error {
+	if err := p.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-p.Done:
+		return errors.New("done closed while Err was nil")
+	default:
+		return nil
+	}
+}

@@ -1,0 +1,9 @@
+package faults_test
+
+import "syscall"
+
+// holderProcAttr has the kernel kill a holder process when the test
+// process dies, so an interrupted run leaves none behind.
+func holderProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
