@@ -22,7 +22,7 @@ DEMOFLAGS ?= -workers 4 -increments 25
 # staticcheck 2025.1.1 (module version v0.6.1); not a dependency in go.mod.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
-.PHONY: help zk-install curator-install zk-up zk-down demo test test-short test-faults soak bench bench-peers lint fuzz
+.PHONY: help zk-install curator-install zk-up zk-down demo test test-short test-faults test-procs soak bench bench-peers lint fuzz
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -52,6 +52,9 @@ test-short: ## run the tests that need no ZooKeeper server
 
 test-faults: zk-install ## run the fault x recipe matrix and the scale tests (docs/reliability.md)
 	$(GO) test -race -count=1 -timeout 20m -v ./internal/faults/
+
+test-procs: zk-install ## holders as OS processes, killed (SIGKILL) and paused (SIGSTOP/SIGCONT) 20 times per recipe
+	FAULTS_PROCS=full $(GO) test -race -count=1 -timeout 20m -parallel 4 -v -run '^TestProcesses$$' ./internal/faults/
 
 soak: zk-install ## run every recipe under random faults for DURATION (default 1m)
 	$(GO) run ./internal/soak -duration $(DURATION)

@@ -20,14 +20,17 @@ const (
 	// MsgGrant: acquired, with this token and node; Nodes lists the lock
 	// directory as read right after the grant, on the holder's session.
 	MsgGrant MsgKind = "grant"
-	// MsgWrite: a write under the token; Wall is when the holder's loss
-	// check before it passed.
+	// MsgWrite: a write under the token; Checked and Wall are when the
+	// holder's loss check before it began and when it had passed.
 	MsgWrite MsgKind = "write"
 	// MsgLost: the loss check failed; Wall is when, Err says why.
 	MsgLost MsgKind = "lost"
 	// MsgProbe: after a loss, one deliberate write under the old token, to
 	// show that the store refuses it.
 	MsgProbe MsgKind = "probe"
+	// MsgFenced: the store refused a write; the holder stops as it would
+	// at a loss (a write in flight across a pause ends this way).
+	MsgFenced MsgKind = "fenced"
 	// MsgReleased: released when told to, without a loss.
 	MsgReleased MsgKind = "released"
 	// MsgFailed: the holder could not go on (Err says why).
@@ -44,8 +47,36 @@ type StoreMsg struct {
 	Node    string
 	Nodes   []string
 	Seq     int
-	Wall    int64 // the holder's wall clock, Unix nanoseconds
+	Checked int64 // the holder's wall clock, Unix nanoseconds
+	Wall    int64
 	Err     string
+	// Reads are the holder's last reads from ZooKeeper, oldest first.
+	Reads []WireRead `json:",omitempty"`
+}
+
+// WireRead is one read of a holder from its ZooKeeper connection.
+type WireRead struct {
+	Wall int64 // Unix nanoseconds, when the read returned
+	N    int
+	// Head is the first 4 bytes read, big endian: a frame's length, or,
+	// in the read of a reply's body, its xid (-1 a watch notification, -2
+	// a ping reply).
+	Head int32
+	Err  string `json:",omitempty"`
+}
+
+func (r WireRead) String() string {
+	switch {
+	case r.Err != "":
+		return "error " + r.Err
+	case r.N < 4:
+		return fmt.Sprintf("%d bytes", r.N)
+	case r.Head == -1:
+		return fmt.Sprintf("%d bytes (watch notification)", r.N)
+	case r.Head == -2:
+		return fmt.Sprintf("%d bytes (ping reply)", r.N)
+	}
+	return fmt.Sprintf("%d bytes (head %d)", r.N, r.Head)
 }
 
 // StoreReply answers a StoreMsg. A write or probe is refused (OK false)

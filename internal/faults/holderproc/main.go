@@ -8,7 +8,8 @@
 // then Done) and stops at the first loss: it reports the loss, makes one
 // deliberate write under its old token (which the store must refuse),
 // releases and exits. It also stops, releasing, when its standard input
-// ends, and when the store refuses a write. The test kills it (SIGKILL) or
+// ends, and, reporting it, when the store refuses a write (as a write in
+// flight across a pause is). The test kills it (SIGKILL) or
 // pauses it (SIGSTOP, SIGCONT) while it holds.
 package main
 
@@ -69,6 +70,7 @@ func run() int {
 type holder struct {
 	cfg   config
 	st    *faults.StoreClient
+	tap   tap
 	token int64
 }
 
@@ -89,7 +91,7 @@ func (h *holder) run(a *faults.Adapter) error {
 		io.Copy(io.Discard, os.Stdin)
 		close(stop)
 	}()
-	c, err := recipe.Connect(ctx, []string{h.cfg.zk}, recipe.WithSessionTimeout(h.cfg.session))
+	c, err := recipe.Connect(ctx, []string{h.cfg.zk}, recipe.WithSessionTimeout(h.cfg.session), recipe.WithDialer(h.tap.dial))
 	if err != nil {
 		return err
 	}
@@ -152,20 +154,23 @@ func (h *holder) hold(p faults.Part, stop <-chan struct{}) error {
 			return nil
 		case <-t.C:
 		}
+		checked := time.Now().UnixNano()
 		if lost := lossOf(p); lost != nil {
 			at := time.Now().UnixNano()
-			if _, err := h.send(faults.StoreMsg{Kind: faults.MsgLost, Wall: at, Err: lost.Error()}); err != nil {
+			if _, err := h.send(faults.StoreMsg{Kind: faults.MsgLost, Wall: at, Err: lost.Error(), Reads: h.tap.last()}); err != nil {
 				return err
 			}
 			_, err := h.send(faults.StoreMsg{Kind: faults.MsgProbe, Seq: seq})
 			return err
 		}
-		r, err := h.send(faults.StoreMsg{Kind: faults.MsgWrite, Seq: seq, Wall: time.Now().UnixNano()})
+		r, err := h.send(faults.StoreMsg{Kind: faults.MsgWrite, Seq: seq, Checked: checked, Wall: time.Now().UnixNano(), Reads: h.tap.last()})
 		if err != nil {
 			return err
 		}
 		if !r.OK {
-			return fmt.Errorf("write %d under token %d refused (highest %d) while the hold was in force", seq, h.token, r.Highest)
+			_, err := h.send(faults.StoreMsg{Kind: faults.MsgFenced, Seq: seq, Wall: time.Now().UnixNano(),
+				Err: fmt.Sprintf("write %d under token %d refused (highest %d) while the hold was in force", seq, h.token, r.Highest)})
+			return err
 		}
 		t.Reset(h.cfg.every)
 	}
