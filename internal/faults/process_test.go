@@ -88,23 +88,22 @@ func TestProcesses(t *testing.T) {
 		slices.SortFunc(rows, func(a, b procRow) int { return strings.Compare(a.scenario+a.variant, b.scenario+b.variant) })
 		t.Logf("process faults, %d runs per recipe and scenario, %v sessions:\n%s", runs, procSession, procTable(rows))
 	})
-	for _, v := range procVariants {
-		t.Run("kill/"+v.name, func(t *testing.T) {
-			t.Parallel()
-			r := newProcRig(t, bin, srv.Addr())
-			row := r.killLoop(v.recipes, zktest.UniquePath(t), runs)
-			row.variant = v.name
-			add(row)
-		})
+	scenarios := []struct {
+		name string
+		run  func(r *procRig, recipes [2]string, path string, runs int) procRow
+	}{
+		{"kill", (*procRig).killLoop},
+		{"stop", (*procRig).stopRuns},
 	}
-	for _, v := range procVariants {
-		t.Run("stop/"+v.name, func(t *testing.T) {
-			t.Parallel()
-			r := newProcRig(t, bin, srv.Addr())
-			row := r.stopRuns(v.recipes, zktest.UniquePath(t), runs)
-			row.variant = v.name
-			add(row)
-		})
+	for _, sc := range scenarios {
+		for _, v := range procVariants {
+			t.Run(sc.name+"/"+v.name, func(t *testing.T) {
+				t.Parallel()
+				row := sc.run(newProcRig(t, bin, srv.Addr()), v.recipes, zktest.UniquePath(t), runs)
+				row.variant = v.name
+				add(row)
+			})
+		}
 	}
 }
 

@@ -114,30 +114,25 @@ var RWLock = &Adapter{
 
 // RWLockRead is the adapter of rwlock.RWLock that always takes the read
 // lock.
-var RWLockRead = &Adapter{
-	Name:        "rwlock-read",
-	NotAcquired: rwlock.ErrNotAcquired,
-	New: func(c *recipe.Client, path string) (Acquirer, error) {
-		rw, err := rwlock.New(c, path)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return readLock(ctx, rw) }, nil
-	},
-}
+var RWLockRead = rwAdapter("rwlock-read", readLock)
 
 // RWLockWrite is the adapter of rwlock.RWLock that always takes the write
 // lock.
-var RWLockWrite = &Adapter{
-	Name:        "rwlock-write",
-	NotAcquired: rwlock.ErrNotAcquired,
-	New: func(c *recipe.Client, path string) (Acquirer, error) {
-		rw, err := rwlock.New(c, path)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return writeLock(ctx, rw) }, nil
-	},
+var RWLockWrite = rwAdapter("rwlock-write", writeLock)
+
+// rwAdapter is the adapter of rwlock.RWLock that takes the lock with take.
+func rwAdapter(name string, take func(context.Context, *rwlock.RWLock) (*Held, error)) *Adapter {
+	return &Adapter{
+		Name:        name,
+		NotAcquired: rwlock.ErrNotAcquired,
+		New: func(c *recipe.Client, path string) (Acquirer, error) {
+			rw, err := rwlock.New(c, path)
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return take(ctx, rw) }, nil
+		},
+	}
 }
 
 // readLock takes rw's read lock.
@@ -167,54 +162,42 @@ func writeLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) {
 // Semaphore is the adapter of a 2-lease semaphore.Semaphore: one cycle in
 // four takes both leases at once with AcquireN (one transaction), the
 // others one lease.
-var Semaphore = &Adapter{
-	Name:        "semaphore",
-	NotAcquired: semaphore.ErrNotAcquired,
-	MaxLeases:   2,
-	New: func(c *recipe.Client, path string) (Acquirer, error) {
-		s, err := semaphore.New(c, path, 2)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, rng *rand.Rand) (*Held, error) {
-			var ls []*semaphore.Lease
-			if rng.IntN(4) == 0 {
-				got, err := s.AcquireN(ctx, 2)
-				if err != nil {
-					return nil, err
-				}
-				ls = got
-			} else {
-				l, err := s.Acquire(ctx)
-				if err != nil {
-					return nil, err
-				}
-				ls = []*semaphore.Lease{l}
-			}
-			return leases(ls), nil
-		}, nil
-	},
-}
+var Semaphore = semAdapter("semaphore", 2, func(ctx context.Context, s *semaphore.Semaphore, rng *rand.Rand) ([]*semaphore.Lease, error) {
+	if rng.IntN(4) == 0 {
+		return s.AcquireN(ctx, 2)
+	}
+	l, err := s.Acquire(ctx)
+	return []*semaphore.Lease{l}, err
+})
 
 // Semaphore1 is the adapter of a 1-lease semaphore.Semaphore: Acquire,
 // hold, Release.
-var Semaphore1 = &Adapter{
-	Name:        "semaphore-1",
-	NotAcquired: semaphore.ErrNotAcquired,
-	MaxLeases:   1,
-	New: func(c *recipe.Client, path string) (Acquirer, error) {
-		s, err := semaphore.New(c, path, 1)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, _ *rand.Rand) (*Held, error) {
-			l, err := s.Acquire(ctx)
+var Semaphore1 = semAdapter("semaphore-1", 1, func(ctx context.Context, s *semaphore.Semaphore, _ *rand.Rand) ([]*semaphore.Lease, error) {
+	l, err := s.Acquire(ctx)
+	return []*semaphore.Lease{l}, err
+})
+
+// semAdapter is the adapter of a semaphore.Semaphore with maxLeases leases
+// that takes leases with take.
+func semAdapter(name string, maxLeases int, take func(context.Context, *semaphore.Semaphore, *rand.Rand) ([]*semaphore.Lease, error)) *Adapter {
+	return &Adapter{
+		Name:        name,
+		NotAcquired: semaphore.ErrNotAcquired,
+		MaxLeases:   maxLeases,
+		New: func(c *recipe.Client, path string) (Acquirer, error) {
+			s, err := semaphore.New(c, path, maxLeases)
 			if err != nil {
 				return nil, err
 			}
-			return leases([]*semaphore.Lease{l}), nil
-		}, nil
-	},
+			return func(ctx context.Context, rng *rand.Rand) (*Held, error) {
+				ls, err := take(ctx, s, rng)
+				if err != nil {
+					return nil, err
+				}
+				return leases(ls), nil
+			}, nil
+		},
+	}
 }
 
 // leases is the hold of the leases ls.
