@@ -130,7 +130,7 @@ type procRow struct {
 	probes            int // deliberate writes under a lost token (all must be refused)
 	afterResume       int // writes that reached the store after SIGCONT
 	checkedAfter      int // of those, writes whose loss check began after SIGCONT
-	inFlight          int // of those, writes whose loss check began before SIGSTOP
+	inFlight          int // of those, writes whose loss check began before SIGCONT
 	reasons           map[string]int
 	toGrant           []time.Duration // kill: SIGKILL to the next grant
 	toSignal          []time.Duration // stop: SIGCONT to the holder seeing the loss
@@ -141,7 +141,7 @@ type procRow struct {
 func procTable(rows []procRow) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "scenario\trecipe\truns\tgrants\toverlap\tinterleaved\trefused (probes)\twrites after resume (checked before stop / after resume)\tloss seen as\tkill->grant min/p50/max\tresume->signal min/p50/max\tstopped min/max\t")
+	fmt.Fprintln(w, "scenario\trecipe\truns\tgrants\toverlap\tinterleaved\trefused (probes)\twrites after resume (checked before / after resume)\tloss seen as\tkill->grant min/p50/max\tresume->signal min/p50/max\tstopped min/max\t")
 	for _, r := range rows {
 		var reasons []string
 		for k, n := range r.reasons {
@@ -397,14 +397,19 @@ func (r *procRig) stopRuns(recipes [2]string, base string, runs int) procRow {
 				// Err and Done said "held" after the resume: the library's fault.
 				row.checkedAfter++
 				t.Errorf("%s: checked after the resume", what)
-			case ev.Wall < tsWall:
-				// Stopped between its check and its write: no library can
-				// close that gap; the store's fencing must (and did, unless
-				// reported above).
+			case ev.Wall < tcWall:
+				// Its check passed before the stop took effect (a signal
+				// takes effect a little after it is sent), its write went
+				// out after the resume: no library can close that gap; the
+				// store's fencing must (and did, unless reported above).
 				row.inFlight++
 				excused[[2]int{a.id, ev.Seq}] = true
-				t.Logf("%s: checked before the stop, written after", what)
+				t.Logf("%s: checked before the stop took effect, written after the resume", what)
 			default:
+				// Stopped inside its check: whether Err read the clock
+				// before the stop or after the resume cannot be told from
+				// here; the reads listed show whether anything could have
+				// reset the silence.
 				row.inFlight++
 				excused[[2]int{a.id, ev.Seq}] = true
 				t.Logf("%s: stopped during its check", what)
