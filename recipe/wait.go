@@ -30,7 +30,8 @@ func (a *attempt) arm(ctx context.Context) (progress bool, err error) {
 		}
 	}
 	datas, chans, errs := a.getWs(ctx, todo)
-	a.phase = waiting
+	next := waiting
+	var failed error // the first read that failed; the others are kept
 	for i, n := range todo {
 		err := errs[i]
 		switch {
@@ -50,11 +51,17 @@ func (a *attempt) arm(ctx context.Context) (progress bool, err error) {
 			return progress, nil
 		case errors.Is(err, zk.ErrNoNode):
 			a.queue = slices.DeleteFunc(a.queue, func(m string) bool { return m == n })
-			a.stale, a.phase = true, deciding
-		default:
-			return progress, opError("watch", join(a.l.dir, n), err)
+			a.stale, next = true, deciding
+		case failed == nil:
+			failed = opError("watch", join(a.l.dir, n), err)
 		}
 	}
+	if failed != nil {
+		// Stay in arming: the retry sets the watches still missing. (A
+		// waiter that went to wait without them would never be woken.)
+		return progress, failed
+	}
+	a.phase = next
 	return progress, nil
 }
 
