@@ -182,9 +182,11 @@ func (d *deleteCutter) forward(client, server net.Conn) {
 // connection is re-established with watches set and a request queued during
 // the reconnect gets its reply first (upstream go-zookeeper/zk PR #35,
 // samuel/go-zookeeper#178 and #260). Under -race that fails any test that
-// reconnects while watching. This module builds against a copy patched to
-// use atomics (third_party/go-zookeeper-zk, by a replace in go.mod); this
-// test provokes the race and, under -race, fails if the patch is gone.
+// reconnects while watching. The make targets build against the release
+// with patches/go-zookeeper-zk-v1.0.4-lastzxid.patch applied (atomics; see
+// scripts/patched-zk.sh, which writes the go.work they use); this test
+// provokes the race and, under -race, fails without the patch:
+// GOWORK=off go test -race -run LastZxid ./internal/faults/ shows it.
 func TestGoZookeeperLastZxidRace(t *testing.T) {
 	srv := zktest.Shared(t)
 	p, err := zktest.NewProxy(srv.Addr())
