@@ -177,6 +177,18 @@ var Semaphore1 = semAdapter("semaphore-1", 1, func(ctx context.Context, s *semap
 	return []*semaphore.Lease{l}, err
 })
 
+// SemaphoreOne and SemaphoreBoth are a 2-lease semaphore.Semaphore taking
+// one lease with Acquire, or both at once with AcquireN.
+var (
+	SemaphoreOne = semAdapter("semaphore Acquire", 2, func(ctx context.Context, s *semaphore.Semaphore, _ *rand.Rand) ([]*semaphore.Lease, error) {
+		l, err := s.Acquire(ctx)
+		return []*semaphore.Lease{l}, err
+	})
+	SemaphoreBoth = semAdapter("semaphore AcquireN", 2, func(ctx context.Context, s *semaphore.Semaphore, _ *rand.Rand) ([]*semaphore.Lease, error) {
+		return s.AcquireN(ctx, 2)
+	})
+)
+
 // semAdapter is the adapter of a semaphore.Semaphore with maxLeases leases
 // that takes leases with take.
 func semAdapter(name string, maxLeases int, take func(context.Context, *semaphore.Semaphore, *rand.Rand) ([]*semaphore.Lease, error)) *Adapter {
