@@ -58,6 +58,8 @@ var StepRecipes = []*StepRecipe{
 	{Name: "semaphore AcquireN, queued", Subject: SemaphoreBoth, Contender: SemaphoreOne},
 	{Name: "leader, first", Subject: Leader, Contender: Leader, First: true},
 	{Name: "leader, queued", Subject: Leader, Contender: Leader},
+	{Name: "leader Run, first", Subject: LeaderRun, Contender: Leader, First: true},
+	{Name: "leader Run, queued", Subject: LeaderRun, Contender: Leader},
 }
 
 // StepFaults are the faults injected at every step.
