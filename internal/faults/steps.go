@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -29,11 +30,12 @@ import (
 // again and waits; the contender is granted and releases. A subject that
 // comes first acquires on a fresh path (creating the lock directory),
 // holds while the contender queues, and releases; the contender is granted
-// and releases. Checked: the holds obey
-// the recipe's rule, no node is left, no call returns later than its
-// context's bound, the subject's acquire and release see success or a
-// documented error, and the contender is granted after the subject's
-// cycle whatever the subject saw.
+// and releases. Checked: the holds obey the recipe's rule, no node is
+// left, no call returns later than its context's bound, the subject's
+// release sees success or a documented error, its acquire succeeds (one
+// fault, healed at once, must not cost a grant the lock is free for), and
+// the contender is granted after the subject's cycle whatever the subject
+// saw.
 
 // StepRecipe is one form of a recipe in the step matrix.
 type StepRecipe struct {
@@ -103,8 +105,14 @@ type StepResult struct {
 	// cycle: requests retried after a connection loss, and nodes found
 	// again by their UUID after a lost create reply.
 	Retries, Recovered int64
+	// Requests are the subject's requests in this run, pings aside, as
+	// "op" or "op(fault)", with "|" where the connection changed.
+	Requests string
 	// Problems are the properties the run broke.
 	Problems []string
+	// Known, set by the caller, names the known defect that explains the
+	// problems.
+	Known string
 	Took     time.Duration
 }
 
@@ -234,10 +242,17 @@ func (g *StepRig) cycle(ctx context.Context, sr *StepRecipe, path string, s Step
 			}
 		}
 	}
-	subjectAcquired := func(a outcome, start time.Time) {
+	subjectAcquired := func(a outcome, start, free time.Time) {
 		res.Acquire = classifyAcquire(sr.Subject, a.err)
-		if res.Acquire == classUndocumented {
+		switch {
+		case res.Acquire == classUndocumented:
 			problem("subject: acquire returned an undocumented error: %v", a.err)
+		case a.err != nil:
+			// One fault, healed at once (the client reconnects in the same
+			// session), and a context of seconds: failing is missing the
+			// grant.
+			problem("subject: acquire failed after %v although the lock was free from +%v: %v",
+				a.at.Sub(start).Round(time.Millisecond), free.Sub(start).Round(time.Millisecond), a.err)
 		}
 		if over := a.at.Sub(start) - g.AcquireTimeout; over > AcquireBound {
 			problem("subject: acquire returned %v after its context ended", over.Round(time.Millisecond))
@@ -247,7 +262,7 @@ func (g *StepRig) cycle(ctx context.Context, sr *StepRecipe, path string, s Step
 	var bch <-chan outcome
 	wake := 0 // requests of the subject before the contender released
 	granted := 0
-	subjectStats := sc.Stats()
+	subjectStats := engine.Of(sc).Stats()
 	if sr.First {
 		// The subject acquires on a fresh path, then the contender queues.
 		p.Record()
@@ -257,7 +272,7 @@ func (g *StepRig) cycle(ctx context.Context, sr *StepRecipe, path string, s Step
 		aStart := time.Now()
 		a := <-acquire(subject, g.AcquireTimeout)
 		granted = requests()
-		subjectAcquired(a, aStart)
+		subjectAcquired(a, aStart, aStart)
 		bch = acquire(contender, b2Timeout)
 		if a.err == nil {
 			g.waitNodes(path, len(a.h.Parts))
@@ -280,6 +295,7 @@ func (g *StepRig) cycle(ctx context.Context, sr *StepRecipe, path string, s Step
 		wake = requests()
 		// The contender releases; the subject is granted.
 		b1End, b1Class := release("contender", b1.h)
+		free := time.Now()
 		if b1Class != classOK {
 			problem("contender: first release: %s", b1Class)
 		}
@@ -288,7 +304,7 @@ func (g *StepRig) cycle(ctx context.Context, sr *StepRecipe, path string, s Step
 			a = <-ach
 		}
 		granted = requests()
-		subjectAcquired(a, aStart)
+		subjectAcquired(a, aStart, free)
 		// The contender queues again while the subject holds.
 		bch = acquire(contender, b2Timeout)
 		if a.err == nil {
@@ -299,12 +315,27 @@ func (g *StepRig) cycle(ctx context.Context, sr *StepRecipe, path string, s Step
 		released = granted
 	}
 	rec := p.Recorded()
+	var trace []string
+	conn := 0
 	for _, r := range rec {
 		if r.Fault != 0 {
 			res.Hit = r.Op
 		}
+		if r.Op == zktest.OpPing {
+			continue
+		}
+		t := r.Op.String()
+		if r.Fault != 0 {
+			t += "(" + r.Fault.String() + ")"
+		}
+		if conn != 0 && r.Conn != conn {
+			t = "| " + t
+		}
+		conn = r.Conn
+		trace = append(trace, t)
 	}
-	st := sc.Stats().Sub(subjectStats)
+	res.Requests = strings.Join(trace, " ")
+	st := engine.Of(sc).Stats().Sub(subjectStats)
 	res.Retries, res.Recovered = st.Retries, st.Recovered
 
 	// The contender is granted whatever the subject saw.
@@ -442,6 +473,8 @@ func heldIntervals(worker int, h *Held, start, end time.Time, ended []time.Time)
 // reached the step; "FAIL" when a property broke.
 func (r StepResult) Cell() string {
 	switch {
+	case len(r.Problems) > 0 && r.Known != "":
+		return "FAIL (known defect)"
 	case len(r.Problems) > 0:
 		return "FAIL"
 	case r.Fault != 0 && !r.Fired:
