@@ -113,7 +113,7 @@ type StepResult struct {
 	// Known, set by the caller, names the known defect that explains the
 	// problems.
 	Known string
-	Took     time.Duration
+	Took  time.Duration
 }
 
 // StepRig is where the step matrix runs: one server, and the timeouts of
