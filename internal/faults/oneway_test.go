@@ -22,10 +22,7 @@ var onewayRounds = flag.Int("faults.oneway", 3, "rounds per direction of TestOne
 // knownOneWayFailures are the directions of TestOneWayPartition in which
 // the engine is known to let another client be granted before the holder
 // is told, with why. Such a round is reported, not failed.
-var knownOneWayFailures = map[zktest.Direction]string{
-	zktest.ClientToServer: "the client counts any byte from the server as proof of life, watch notifications " +
-		"included, so it never suspends while they flow and the server expires the session (issue #11, item 2)",
-}
+var knownOneWayFailures = map[zktest.Direction]string{}
 
 // TestOneWayPartition cuts one direction of a mutex holder's connection
 // while the TCP connection stays up, with a second client waiting for the
