@@ -83,10 +83,10 @@ type Fault uint8
 
 // The faults Arm injects.
 const (
-	// LoseReply forwards the request to the server and then cuts the
-	// connection: the client side at once, so the client never sees the
-	// reply, the server side about 100ms later, so the server still reads
-	// and applies the request.
+	// LoseReply forwards the request to the server, forwards nothing more
+	// from the client, waits for the server's reply to it (up to 2s),
+	// discards that reply and cuts the connection: the server applied the
+	// request, the client never sees the reply.
 	LoseReply Fault = iota + 1
 	// DropRequest discards the request and cuts the connection the same
 	// way: the server never sees it, and the client sees a connection
@@ -142,7 +142,10 @@ const (
 	// cutServerDelay is how long after cutting the client side the proxy
 	// keeps the server side open, so the server still reads and applies
 	// the requests it was sent.
-	cutServerDelay   = 100 * time.Millisecond
+	cutServerDelay = 100 * time.Millisecond
+	// loseReplyWait bounds the wait for the reply a LoseReply discards:
+	// past it, the connection is cut anyway.
+	loseReplyWait    = 2 * time.Second
 	proxyDialTimeout = 2 * time.Second
 )
 
@@ -257,12 +260,12 @@ func NewProxy(target string) (*Proxy, error) {
 // Addr returns the address clients connect to, "127.0.0.1:PORT".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// CutAfterCreates makes the proxy lose the reply to every n-th create:
-// after forwarding the n-th, 2n-th, ... create request (counted across
-// all connections from this call on) to the server, it closes the client
-// side of that connection at once, so the client never sees the reply,
-// and closes the server side about 100ms later, so the server still
-// applies the create. Creates inside a multi request are not counted.
+// CutAfterCreates makes the proxy lose the reply to every n-th create
+// (LoseReply): it forwards the n-th, 2n-th, ... create request (counted
+// across all connections from this call on) to the server, waits for its
+// reply, discards it and cuts that connection, so the server applied the
+// create and the client never sees the reply. Creates inside a multi
+// request are not counted.
 // n <= 0 disables cutting. It is independent of Arm.
 func (p *Proxy) CutAfterCreates(n int) {
 	p.mu.Lock()
@@ -277,8 +280,9 @@ func (p *Proxy) CutAfterCreates(n int) {
 // Arm makes the proxy inject f into the n-th request (n >= 1), counted
 // across all connections from this call on, whose opcode is one of ops;
 // with no ops, every request but pings counts. The connection is cut
-// right then (see LoseReply and DropRequest), so the requests the client
-// had queued behind it are not sent on that connection either. The rule
+// then (see LoseReply and DropRequest): the requests the client sent
+// after it are not forwarded (nor, with DropRequest, the replies to
+// earlier ones that the server had not sent yet). The rule
 // fires once; Arm replaces a rule that has not fired yet, Disarm removes
 // it. Requests black-holed by Partition do not count. Stats tells whether
 // it fired (Cuts or Dropped).
@@ -503,6 +507,11 @@ type proxyConn struct {
 	id     int
 	holes  atomic.Uint32 // Direction black-holed
 	cut    atomic.Bool   // client side cut by a fault
+	raw4lw atomic.Bool   // a four-letter word, not a session: no frames
+	// losing: the reply to the request with xid loseXid is to be
+	// discarded, and the connection cut (LoseReply).
+	losing  atomic.Bool
+	loseXid atomic.Int32
 
 	mu           sync.Mutex
 	server       net.Conn // nil until dialed
@@ -569,12 +578,15 @@ func (c *proxyConn) run(target string) {
 // one whole frame at a time, and injects the faults decide picks.
 func (c *proxyConn) clientToServer(server net.Conn) {
 	defer func() {
-		if c.cut.Load() {
+		switch {
+		case c.losing.Load():
+			// serverToClient cuts when the reply comes.
+		case c.cut.Load():
 			// The server side is closed by the cut's timer.
 			c.closeClient()
-			return
+		default:
+			c.closeBoth()
 		}
-		c.closeBoth()
 	}()
 	r := bufio.NewReaderSize(c.client, 32<<10)
 	var hdr [12]byte
@@ -605,8 +617,9 @@ func (c *proxyConn) clientToServer(server net.Conn) {
 		first = false
 		holed := c.holed(ClientToServer) || server == nil
 		var f Fault
+		var xid int32
 		if request {
-			xid := int32(binary.BigEndian.Uint32(hdr[4:8]))
+			xid = int32(binary.BigEndian.Uint32(hdr[4:8]))
 			op := Op(int32(binary.BigEndian.Uint32(hdr[8:12])))
 			f = c.p.decide(c, xid, op, holed)
 		}
@@ -620,6 +633,11 @@ func (c *proxyConn) clientToServer(server net.Conn) {
 			c.cutNow()
 			return
 		}
+		if f == LoseReply {
+			// Before the request goes: its reply may come at once.
+			c.loseXid.Store(xid)
+			c.losing.Store(true)
+		}
 		if _, err := server.Write(hdr[:4+k]); err != nil {
 			return
 		}
@@ -627,7 +645,7 @@ func (c *proxyConn) clientToServer(server net.Conn) {
 			return
 		}
 		if f == LoseReply {
-			c.cutNow()
+			c.cutLater()
 			return
 		}
 	}
@@ -640,6 +658,7 @@ func (c *proxyConn) raw(server net.Conn, r io.Reader, head []byte) {
 		_, _ = io.Copy(io.Discard, r)
 		return
 	}
+	c.raw4lw.Store(true)
 	if _, err := server.Write(head); err != nil {
 		return
 	}
@@ -665,34 +684,89 @@ func (c *proxyConn) cutNow() {
 	}()
 }
 
-// serverToClient copies the server's bytes to the client, dropping them
-// while server->client traffic is black-holed.
+// cutLater cuts the connection after loseReplyWait, in case the reply
+// LoseReply waits for (to discard it and cut) never comes.
+func (c *proxyConn) cutLater() {
+	p := c.p
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTimer(loseReplyWait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			c.cutNow()
+		case <-p.done:
+		}
+	}()
+}
+
+// serverToClient forwards the server's frames to the client, dropping
+// them while server->client traffic is black-holed and cutting the
+// connection instead of forwarding a reply LoseReply loses. A
+// four-letter word's answer is copied as it is.
 func (c *proxyConn) serverToClient(server net.Conn) {
 	defer c.p.wg.Done()
-	buf := make([]byte, 32<<10)
+	r := bufio.NewReaderSize(server, 32<<10)
+	frame := make([]byte, 0, 32<<10)
 	clientOK := true
+	first := true
 	for {
-		n, err := server.Read(buf)
-		if n > 0 && clientOK && !c.holed(ServerToClient) {
-			if _, werr := c.client.Write(buf[:n]); werr != nil {
-				clientOK = false
-				if !c.cut.Load() {
-					c.closeBoth()
-					return
-				}
-				// Cut: keep draining the server until the cut's timer
-				// closes it.
+		var err error
+		if _, err = r.Peek(1); err == nil && c.raw4lw.Load() {
+			var w io.Writer = c.client
+			if c.holed(ServerToClient) {
+				w = io.Discard
+			}
+			if _, err = io.Copy(w, r); err == nil {
+				err = io.EOF
 			}
 		}
+		var n int64
+		if err == nil {
+			frame = frame[:4]
+			if _, err = io.ReadFull(r, frame); err == nil {
+				n = int64(int32(binary.BigEndian.Uint32(frame)))
+				if n < 0 || n > maxFrame {
+					err = fmt.Errorf("zktest: proxy: server frame of %d bytes", n)
+				}
+			}
+		}
+		if err == nil {
+			frame = append(frame[:4], make([]byte, n)...)
+			_, err = io.ReadFull(r, frame[4:])
+		}
 		if err != nil {
-			if c.holed(ServerToClient) && !c.cut.Load() {
+			switch {
+			case c.losing.Load():
+				c.cutNow()
+			case c.holed(ServerToClient) && !c.cut.Load():
 				// A partition hides the server's close from the client:
 				// keep the client side open until the partition ends.
 				c.closeServer()
+			default:
+				c.closeBoth()
+			}
+			return
+		}
+		// Replies start with the request's xid; the first frame is the
+		// connect response.
+		if !first && n >= 4 && c.losing.Load() && int32(binary.BigEndian.Uint32(frame[4:8])) == c.loseXid.Load() {
+			c.cutNow()
+			clientOK = false
+		}
+		first = false
+		if !clientOK || c.holed(ServerToClient) {
+			continue
+		}
+		if _, werr := c.client.Write(frame); werr != nil {
+			clientOK = false
+			if !c.cut.Load() {
+				c.closeBoth()
 				return
 			}
-			c.closeBoth()
-			return
+			// Cut: keep draining the server until the cut's timer
+			// closes it.
 		}
 	}
 }
