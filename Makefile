@@ -21,8 +21,15 @@ FUZZTIME ?= 10s
 DEMOFLAGS ?= -workers 4 -increments 25
 # staticcheck 2025.1.1 (module version v0.6.1); not a dependency in go.mod.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
+# The workspace written by scripts/patched-zk.sh: this module with go-zookeeper
+# as released plus patches/ (see patches/*.patch). Every target that builds
+# exports it as GOWORK, so the repository's own builds use the patched client.
+ZK_GOWORK := $(CURDIR)/.cache/go.work
 
-.PHONY: help zk-install curator-install zk-up zk-down demo test test-short test-faults test-procs soak bench bench-peers lint fuzz
+.PHONY: help zk-install curator-install zk-up zk-down patched-zk demo test test-short test-faults test-procs soak bench bench-peers lint fuzz
+
+demo test test-short test-faults test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
+demo test test-short test-faults test-procs soak bench bench-peers lint fuzz: patched-zk
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -40,6 +47,9 @@ zk-up: zk-install ## start a local ZooKeeper server on 127.0.0.1:ZK_PORT (data i
 zk-down: ## stop the server started by zk-up
 	$(ZK) stop
 
+patched-zk: ## fetch go-zookeeper from the module proxy and apply patches/ (into .cache/, with .cache/go.work)
+	GO=$(GO) scripts/patched-zk.sh
+
 demo: zk-install zk-up ## start ZooKeeper, run processes contending for a mutex, stop ZooKeeper
 	@trap '$(ZK) stop' EXIT; \
 	$(GO) run ./examples/mutex-counter -zk 127.0.0.1:$(ZK_PORT) $(DEMOFLAGS)
@@ -51,7 +61,7 @@ test-short: ## run the tests that need no ZooKeeper server
 	$(GO) test -short ./...
 
 test-faults: zk-install ## run the fault x recipe matrix and the scale tests (docs/reliability.md)
-	$(GO) test -race -count=1 -timeout 20m -v ./internal/faults/
+	$(GO) test -race -count=1 -timeout 20m -v $(TESTFLAGS) ./internal/faults/
 
 test-procs: zk-install ## holders as OS processes, killed (SIGKILL) and paused (SIGSTOP/SIGCONT) 20 times per recipe
 	FAULTS_PROCS=full $(GO) test -race -count=1 -timeout 20m -parallel 4 -v -run '^TestProcesses$$' ./internal/faults/
@@ -68,7 +78,7 @@ bench-peers: ## install Curator and kazoo if missing, then run the runner's peer
 	$(GO) run ./internal/bench -suite peers $(BENCHFLAGS)
 
 lint: ## check formatting (gofmt), go vet and staticcheck
-	@out=$$($(GOFMT) -l .); \
+	@out=$$(find . -name '.?*' -prune -o -name '*.go' -print | xargs $(GOFMT) -l); \
 	if [[ -n $$out ]]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...

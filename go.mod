@@ -27,5 +27,3 @@ require (
 	golang.org/x/sys v0.16.0 // indirect
 	golang.org/x/tools v0.0.0-20191108193012-7d206e10da11 // indirect
 )
-
-replace github.com/go-zookeeper/zk => ./third_party/go-zookeeper-zk

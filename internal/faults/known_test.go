@@ -2,14 +2,10 @@ package faults_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,11 +30,15 @@ func TestReleaseAfterLostDeleteReply(t *testing.T) {
 	raw := zktest.Connect(t, srv.Addr())
 	for _, a := range faults.Recipes {
 		t.Run(a.Name, func(t *testing.T) {
-			cut := newDeleteCutter(t, srv.Addr())
+			p, err := zktest.NewProxy(srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			// Listed twice: go-zookeeper reconnects at once.
-			c, err := recipe.Connect(ctx, []string{cut.addr(), cut.addr()}, recipe.WithSessionTimeout(4*time.Second))
+			c, err := recipe.Connect(ctx, []string{p.Addr(), p.Addr()}, recipe.WithSessionTimeout(4*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,10 +52,10 @@ func TestReleaseAfterLostDeleteReply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cut.arm()
+			p.Arm(zktest.LoseReply, 1, zktest.OpDelete)
 			errs := h.Release(ctx)
-			if cut.cuts.Load() != 1 {
-				t.Fatalf("the proxy cut %d connections after a delete, want 1", cut.cuts.Load())
+			if cuts := p.Stats().Cuts; cuts != 1 {
+				t.Fatalf("the proxy cut %d connections after a delete, want 1", cuts)
 			}
 			left, err := faults.ListNodes(raw, path)
 			if err != nil {
@@ -77,114 +77,16 @@ func TestReleaseAfterLostDeleteReply(t *testing.T) {
 	}
 }
 
-// deleteCutter is a TCP proxy to a ZooKeeper server that, once armed,
-// forwards the next delete request and then closes the client side of
-// that connection at once (and the server side 100ms later): the server
-// applies the delete and the client never sees the reply. zktest.Proxy
-// does the same for creates only.
-type deleteCutter struct {
-	ln     net.Listener
-	target string
-	armed  atomic.Bool
-	cuts   atomic.Int32
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-const opDelete = 2
-
-func newDeleteCutter(t *testing.T, target string) *deleteCutter {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &deleteCutter{ln: ln, target: target}
-	d.wg.Go(d.accept)
-	t.Cleanup(d.close)
-	return d
-}
-
-func (d *deleteCutter) addr() string { return d.ln.Addr().String() }
-func (d *deleteCutter) arm()         { d.armed.Store(true) }
-
-func (d *deleteCutter) track(c net.Conn) {
-	d.mu.Lock()
-	d.conns = append(d.conns, c)
-	d.mu.Unlock()
-}
-
-func (d *deleteCutter) close() {
-	d.ln.Close()
-	d.mu.Lock()
-	for _, c := range d.conns {
-		c.Close()
-	}
-	d.mu.Unlock()
-	d.wg.Wait()
-}
-
-func (d *deleteCutter) accept() {
-	for {
-		client, err := d.ln.Accept()
-		if err != nil {
-			return
-		}
-		server, err := net.DialTimeout("tcp", d.target, 2*time.Second)
-		if err != nil {
-			client.Close()
-			continue
-		}
-		d.track(client)
-		d.track(server)
-		d.wg.Go(func() {
-			_, _ = io.Copy(client, server)
-			client.Close()
-		})
-		d.wg.Go(func() { d.forward(client, server) })
-	}
-}
-
-// forward copies the client's frames to the server, cutting after an
-// armed delete.
-func (d *deleteCutter) forward(client, server net.Conn) {
-	defer server.Close()
-	first := true
-	var hdr [4]byte
-	for {
-		if _, err := io.ReadFull(client, hdr[:]); err != nil {
-			return
-		}
-		n := int(binary.BigEndian.Uint32(hdr[:]))
-		if n < 0 || n > 1<<20 {
-			return
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(client, body); err != nil {
-			return
-		}
-		if _, err := server.Write(append(hdr[:], body...)); err != nil {
-			return
-		}
-		isDelete := !first && n >= 8 && int32(binary.BigEndian.Uint32(body[4:8])) == opDelete
-		first = false
-		if isDelete && d.armed.CompareAndSwap(true, false) {
-			d.cuts.Add(1)
-			client.Close()
-			time.Sleep(100 * time.Millisecond) // let the server apply it
-			return
-		}
-	}
-}
-
 // go-zookeeper v1.0.4 (the latest release) reads Conn.lastZxid in
 // sendSetWatches while recvLoop writes it, without synchronization, when a
 // connection is re-established with watches set and a request queued during
 // the reconnect gets its reply first (upstream go-zookeeper/zk PR #35,
 // samuel/go-zookeeper#178 and #260). Under -race that fails any test that
-// reconnects while watching. This module builds against a copy patched to
-// use atomics (third_party/go-zookeeper-zk, by a replace in go.mod); this
-// test provokes the race and, under -race, fails if the patch is gone.
+// reconnects while watching. The make targets build against the release
+// with patches/go-zookeeper-zk-v1.0.4-lastzxid.patch applied (atomics; see
+// scripts/patched-zk.sh, which writes the go.work they use); this test
+// provokes the race and, under -race, fails without the patch:
+// GOWORK=off go test -race -run LastZxid ./internal/faults/ shows it.
 func TestGoZookeeperLastZxidRace(t *testing.T) {
 	srv := zktest.Shared(t)
 	p, err := zktest.NewProxy(srv.Addr())

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -177,6 +178,18 @@ var Semaphore1 = semAdapter("semaphore-1", 1, func(ctx context.Context, s *semap
 	return []*semaphore.Lease{l}, err
 })
 
+// SemaphoreOne and SemaphoreBoth are a 2-lease semaphore.Semaphore taking
+// one lease with Acquire, or both at once with AcquireN.
+var (
+	SemaphoreOne = semAdapter("semaphore Acquire", 2, func(ctx context.Context, s *semaphore.Semaphore, _ *rand.Rand) ([]*semaphore.Lease, error) {
+		l, err := s.Acquire(ctx)
+		return []*semaphore.Lease{l}, err
+	})
+	SemaphoreBoth = semAdapter("semaphore AcquireN", 2, func(ctx context.Context, s *semaphore.Semaphore, _ *rand.Rand) ([]*semaphore.Lease, error) {
+		return s.AcquireN(ctx, 2)
+	})
+)
+
 // semAdapter is the adapter of a semaphore.Semaphore with maxLeases leases
 // that takes leases with take.
 func semAdapter(name string, maxLeases int, take func(context.Context, *semaphore.Semaphore, *rand.Rand) ([]*semaphore.Lease, error)) *Adapter {
@@ -233,6 +246,70 @@ var Leader = &Adapter{
 				Mode:    Exclusive,
 				Parts:   []Part{{Done: e.Done(), Err: e.Err, Token: e.Token(), Node: e.Node()}},
 				Release: func(ctx context.Context) []error { return []error{e.Resign(ctx)} },
+			}, nil
+		}, nil
+	},
+}
+
+// LeaderRun is leader.Election.Run as an acquire: the hold is one term
+// (Done is the term's context), and Release cancels Run's context, so
+// that the term function returns and Run resigns and returns. An acquire
+// whose context ends before the term began cancels Run too and fails with
+// leader.ErrNotElected and the context's error.
+var LeaderRun = &Adapter{
+	Name:        "leader Run",
+	NotAcquired: leader.ErrNotElected,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		e, err := leader.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) {
+			type term struct {
+				ctx   context.Context
+				token int64
+				node  string
+			}
+			runCtx, stop := context.WithCancel(context.Background())
+			terms := make(chan term, 1)
+			ran := make(chan error, 1)
+			go func() {
+				ran <- e.Run(runCtx, func(tctx context.Context) error {
+					select {
+					case terms <- term{tctx, e.Token(), e.Node()}:
+					default: // a second term after a loss: not counted
+					}
+					<-tctx.Done()
+					return nil
+				})
+			}()
+			var tm term
+			select {
+			case tm = <-terms:
+			case <-ctx.Done():
+				stop()
+				if err := <-ran; !errors.Is(err, context.Canceled) {
+					return nil, fmt.Errorf("%w: run: %w", leader.ErrNotElected, err)
+				}
+				return nil, fmt.Errorf("%w: %w", leader.ErrNotElected, ctx.Err())
+			}
+			release := func(rctx context.Context) []error {
+				stop()
+				select {
+				case err := <-ran:
+					if errors.Is(err, context.Canceled) {
+						err = nil
+					}
+					return []error{err}
+				case <-rctx.Done():
+					go func() { <-ran }() // Run returns within the session timeout
+					return []error{rctx.Err()}
+				}
+			}
+			return &Held{
+				Mode:    Exclusive,
+				Parts:   []Part{{Done: tm.ctx.Done(), Err: func() error { return context.Cause(tm.ctx) }, Token: tm.token, Node: tm.node}},
+				Release: release,
 			}, nil
 		}, nil
 	},

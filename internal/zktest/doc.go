@@ -28,9 +28,11 @@
 //	}
 //
 // Tests that stop, kill or restart servers start their own with
-// StartServer or StartEnsemble. Proxy loses create replies
-// (CutAfterCreates), partitions the network (Blackhole) and drops
-// connections (DropAll), to test how recipes recover from connection loss.
+// StartServer or StartEnsemble. Proxy loses the reply to, or drops, the
+// n-th request of chosen kinds (Arm) or every n-th create
+// (CutAfterCreates), records the requests it sees (Record), partitions
+// the network one way or both (Partition, Blackhole) and drops connections
+// (DropAll), to test how recipes recover from connection loss.
 //
 // Options.TLS starts a server that also serves TLS clients on its
 // SecureAddr, with a certificate made in the test by NewCA and CA.Issue

@@ -12,15 +12,127 @@ import (
 	"time"
 )
 
-// ZooKeeper request opcodes that create a znode. A multi (transaction)
-// counts as a create: the recipes use it to create several nodes at once.
+// Op is the opcode of a ZooKeeper request, as the header of a client's
+// frame carries it.
+type Op int32
+
+// The opcodes the proxy names (ZooKeeper's ZooDefs.OpCode).
 const (
-	opCreate          = 1
-	opMulti           = 14
-	opCreate2         = 15
-	opCreateContainer = 19
-	opCreateTTL       = 21
+	OpCreate          Op = 1
+	OpDelete          Op = 2
+	OpExists          Op = 3
+	OpGetData         Op = 4
+	OpSetData         Op = 5
+	OpGetACL          Op = 6
+	OpSetACL          Op = 7
+	OpGetChildren     Op = 8
+	OpSync            Op = 9
+	OpPing            Op = 11
+	OpGetChildren2    Op = 12
+	OpCheck           Op = 13
+	OpMulti           Op = 14
+	OpCreate2         Op = 15
+	OpReconfig        Op = 16
+	OpCheckWatches    Op = 17
+	OpRemoveWatches   Op = 18
+	OpCreateContainer Op = 19
+	OpDeleteContainer Op = 20
+	OpCreateTTL       Op = 21
+	OpMultiRead       Op = 22
+	OpSetAuth         Op = 100
+	OpSetWatches      Op = 101
+	OpSASL            Op = 102
+	OpSetWatches2     Op = 105
+	OpAddWatch        Op = 106
+	OpClose           Op = -11
 )
+
+var opNames = map[Op]string{
+	OpCreate: "create", OpDelete: "delete", OpExists: "exists", OpGetData: "getData",
+	OpSetData: "setData", OpGetACL: "getACL", OpSetACL: "setACL", OpGetChildren: "getChildren",
+	OpSync: "sync", OpPing: "ping", OpGetChildren2: "getChildren2", OpCheck: "check",
+	OpMulti: "multi", OpCreate2: "create2", OpReconfig: "reconfig", OpCheckWatches: "checkWatches",
+	OpRemoveWatches: "removeWatches", OpCreateContainer: "createContainer",
+	OpDeleteContainer: "deleteContainer", OpCreateTTL: "createTTL", OpMultiRead: "multiRead",
+	OpSetAuth: "setAuth", OpSetWatches: "setWatches", OpSASL: "sasl", OpSetWatches2: "setWatches2",
+	OpAddWatch: "addWatch", OpClose: "closeSession",
+}
+
+// String returns ZooKeeper's name of the opcode ("getChildren2"), or
+// "op(N)" for one the proxy does not name.
+func (o Op) String() string {
+	if s, ok := opNames[o]; ok {
+		return s
+	}
+	return fmt.Sprintf("op(%d)", int32(o))
+}
+
+// creates reports whether the opcode creates a znode. A multi
+// (transaction) counts as a create: the recipes use it to create several
+// nodes at once.
+func (o Op) creates() bool {
+	switch o {
+	case OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL, OpMulti:
+		return true
+	}
+	return false
+}
+
+// Fault is what the proxy does to a request picked by Arm.
+type Fault uint8
+
+// The faults Arm injects.
+const (
+	// LoseReply forwards the request to the server, forwards nothing more
+	// from the client, waits for the server's reply to it (up to 2s),
+	// discards that reply and cuts the connection: the server applied the
+	// request, the client never sees the reply.
+	LoseReply Fault = iota + 1
+	// DropRequest discards the request and cuts the connection the same
+	// way: the server never sees it, and the client sees a connection
+	// loss.
+	DropRequest
+)
+
+// String returns "lose reply" or "drop request".
+func (f Fault) String() string {
+	switch f {
+	case LoseReply:
+		return "lose reply"
+	case DropRequest:
+		return "drop request"
+	}
+	return fmt.Sprintf("fault(%d)", uint8(f))
+}
+
+// Direction is a set of directions of traffic through the proxy.
+type Direction uint8
+
+// The directions Partition black-holes.
+const (
+	// ClientToServer is the client's requests (and pings).
+	ClientToServer Direction = 1 << iota
+	// ServerToClient is the server's replies and watch notifications.
+	ServerToClient
+	// BothWays is a full partition.
+	BothWays = ClientToServer | ServerToClient
+)
+
+// String returns "client->server", "server->client", "both ways" or
+// "none".
+func (d Direction) String() string {
+	switch d {
+	case 0:
+		return "none"
+	case ClientToServer:
+		return "client->server"
+	case ServerToClient:
+		return "server->client"
+	case BothWays:
+		return "both ways"
+	}
+	return fmt.Sprintf("direction(%d)", uint8(d))
+}
 
 const (
 	// maxFrame bounds a client frame: far above jute.maxbuffer (1 MB by
@@ -29,8 +141,11 @@ const (
 	maxFrame = 64 << 20
 	// cutServerDelay is how long after cutting the client side the proxy
 	// keeps the server side open, so the server still reads and applies
-	// the create.
-	cutServerDelay   = 100 * time.Millisecond
+	// the requests it was sent.
+	cutServerDelay = 100 * time.Millisecond
+	// loseReplyWait bounds the wait for the reply a LoseReply discards:
+	// past it, the connection is cut anyway.
+	loseReplyWait    = 2 * time.Second
 	proxyDialTimeout = 2 * time.Second
 )
 
@@ -38,33 +153,90 @@ const (
 type ProxyStats struct {
 	// Connections is the number of client connections accepted.
 	Connections int
+	// Requests is the number of requests, pings aside, forwarded to a
+	// server (the one whose reply is lost included).
+	Requests int
 	// Creates is the number of create requests (create, create2,
 	// createContainer, createTTL, and multi transactions) forwarded to a
 	// server.
 	Creates int
-	// Cuts is the number of connections cut by CutAfterCreates.
+	// Cuts is the number of connections cut after forwarding a request
+	// (CutAfterCreates, and Arm with LoseReply).
 	Cuts int
+	// Dropped is the number of requests discarded by Arm with
+	// DropRequest (each cut its connection).
+	Dropped int
+}
+
+// Request is one request the proxy read from a client, as Recorded
+// returns it. A connection's first frame (its connect request) and
+// four-letter words are not requests.
+type Request struct {
+	// Conn numbers the connection, from 1 in the order the proxy
+	// accepted them.
+	Conn int
+	Xid  int32
+	Op   Op
+	// Fault is what Arm or CutAfterCreates did to it (0: nothing).
+	Fault Fault
+	// Blackholed: Partition discarded it.
+	Blackholed bool
+}
+
+// rule picks the requests a fault hits: the nth (every nth, when
+// periodic) request whose opcode matches.
+type rule struct {
+	fault    Fault
+	nth      int
+	periodic bool
+	ops      []Op // nil: every opcode but ping
+	seen     int
+}
+
+func (r *rule) matches(op Op) bool {
+	if r.ops == nil {
+		return op != OpPing
+	}
+	for _, o := range r.ops {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// hit counts a matching request and reports whether the fault hits it.
+func (r *rule) hit() bool {
+	r.seen++
+	if r.periodic {
+		return r.seen%r.nth == 0
+	}
+	return r.seen == r.nth
 }
 
 // Proxy is a fault-injecting TCP proxy between a ZooKeeper client and one
 // server, on 127.0.0.1. It forwards bytes unchanged and parses the
-// client's frames just enough to see each request's opcode. It can lose
-// the reply to a create (CutAfterCreates), partition the network
-// (Blackhole), drop every connection (DropAll) and send new connections to
-// another server (Retarget).
+// client's frames just enough to see each request's xid and opcode. It
+// can lose the reply to, or drop, the n-th request of chosen kinds (Arm)
+// or every n-th create (CutAfterCreates), record the requests it sees
+// (Record), partition the network one way or both (Partition, Blackhole),
+// drop every connection (DropAll) and send new connections to another
+// server (Retarget).
 type Proxy struct {
 	ln   net.Listener
 	done chan struct{} // closed by Close
 
-	mu          sync.Mutex
-	target      string
-	cutEvery    int
-	sinceCutSet int // creates seen since CutAfterCreates was set
-	blackhole   bool
-	closed      bool
-	conns       map[*proxyConn]struct{}
-	stats       ProxyStats
-	wg          sync.WaitGroup
+	mu        sync.Mutex
+	target    string
+	creates   *rule // CutAfterCreates
+	armed     *rule // Arm
+	holes     Direction
+	recording bool
+	recorded  []Request
+	closed    bool
+	conns     map[*proxyConn]struct{}
+	stats     ProxyStats
+	wg        sync.WaitGroup
 }
 
 // NewProxy starts a proxy listening on a free port of 127.0.0.1 that
@@ -88,39 +260,112 @@ func NewProxy(target string) (*Proxy, error) {
 // Addr returns the address clients connect to, "127.0.0.1:PORT".
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// CutAfterCreates makes the proxy lose the reply to every n-th create:
-// after forwarding the n-th, 2n-th, ... create request (counted across
-// all connections from this call on) to the server, it closes the client
-// side of that connection at once, so the client never sees the reply,
-// and closes the server side about 100ms later, so the server still
-// applies the create. Creates inside a multi request are not counted.
-// n <= 0 disables cutting.
+// CutAfterCreates makes the proxy lose the reply to every n-th create
+// (LoseReply): it forwards the n-th, 2n-th, ... create request (counted
+// across all connections from this call on) to the server, waits for its
+// reply, discards it and cuts that connection, so the server applied the
+// create and the client never sees the reply. Creates inside a multi
+// request are not counted.
+// n <= 0 disables cutting. It is independent of Arm.
 func (p *Proxy) CutAfterCreates(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cutEvery = n
-	p.sinceCutSet = 0
+	p.creates = nil
+	if n > 0 {
+		p.creates = &rule{fault: LoseReply, nth: n, periodic: true,
+			ops: []Op{OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL, OpMulti}}
+	}
+}
+
+// Arm makes the proxy inject f into the n-th request (n >= 1), counted
+// across all connections from this call on, whose opcode is one of ops;
+// with no ops, every request but pings counts. The connection is cut
+// then (see LoseReply and DropRequest): the requests the client sent
+// after it are not forwarded (nor, with DropRequest, the replies to
+// earlier ones that the server had not sent yet). The rule
+// fires once; Arm replaces a rule that has not fired yet, Disarm removes
+// it. Requests black-holed by Partition do not count. Stats tells whether
+// it fired (Cuts or Dropped).
+func (p *Proxy) Arm(f Fault, n int, ops ...Op) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed = nil
+	if (f == LoseReply || f == DropRequest) && n > 0 {
+		p.armed = &rule{fault: f, nth: n, ops: append([]Op(nil), ops...)}
+		if len(ops) == 0 {
+			p.armed.ops = nil
+		}
+	}
+}
+
+// Disarm removes the rule set by Arm, if it has not fired.
+func (p *Proxy) Disarm() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed = nil
+}
+
+// Record starts a new recording of the requests the proxy reads from its
+// clients (pings included), discarding the previous one.
+func (p *Proxy) Record() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.recording = true
+	p.recorded = nil
+}
+
+// Recorded returns the requests read since Record, in the order the proxy
+// read them, and stops recording.
+func (p *Proxy) Recorded() []Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.recording = false
+	out := p.recorded
+	p.recorded = nil
+	return out
+}
+
+// Partition black-holes the traffic in directions d, on current and new
+// connections, while the TCP connections stay open: the bytes in a
+// black-holed direction are read and discarded (client requests whole
+// frames at a time), and a server closing its side is hidden from the
+// client while server->client traffic is black-holed. A connection
+// accepted while client->server traffic is black-holed is held open but
+// not connected to a server.
+//
+// Lifting a direction (Partition(0), or from one direction to the other)
+// closes, both sides, every connection on which that direction was
+// black-holed, since its streams lost bytes; later connections are
+// forwarded normally. Partition(0) heals the network.
+func (p *Proxy) Partition(d Direction) {
+	d &= BothWays
+	p.mu.Lock()
+	p.holes = d
+	var lifted []*proxyConn
+	for c := range p.conns {
+		old := Direction(c.holes.Load())
+		if old&^d != 0 {
+			lifted = append(lifted, c)
+			continue
+		}
+		c.holes.Store(uint32(d))
+	}
+	p.mu.Unlock()
+	for _, c := range lifted {
+		c.closeBoth()
+	}
 }
 
 // Blackhole on makes the proxy forward nothing in either direction, on
-// existing and new connections, like a network partition: connections
-// stay open (new ones are accepted and held), and what arrives is read
-// and discarded. Blackhole off resumes forwarding for new connections and
-// closes the connections that were black-holed.
+// existing and new connections, like a network partition:
+// Partition(BothWays). Blackhole off is Partition(0): it resumes
+// forwarding for new connections and closes the connections that were
+// black-holed.
 func (p *Proxy) Blackhole(on bool) {
-	p.mu.Lock()
-	p.blackhole = on
-	var holed []*proxyConn
-	for c := range p.conns {
-		if on {
-			c.holed.Store(true)
-		} else if c.holed.Load() {
-			holed = append(holed, c)
-		}
-	}
-	p.mu.Unlock()
-	for _, c := range holed {
-		c.closeBoth()
+	if on {
+		p.Partition(BothWays)
+	} else {
+		p.Partition(0)
 	}
 }
 
@@ -183,21 +428,41 @@ func (p *Proxy) remove(c *proxyConn) {
 	p.mu.Unlock()
 }
 
-// countCreate records a forwarded create and reports whether the
-// connection must be cut after it.
-func (p *Proxy) countCreate() bool {
+// decide records a request read from connection c and returns the fault
+// to inject into it (0: forward it). blackholed requests are only
+// recorded.
+func (p *Proxy) decide(c *proxyConn, xid int32, op Op, blackholed bool) Fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.stats.Creates++
-	if p.cutEvery <= 0 {
-		return false
+	var f Fault
+	if !blackholed {
+		for _, r := range []*rule{p.armed, p.creates} {
+			if r != nil && r.matches(op) && r.hit() && f == 0 {
+				f = r.fault
+				if r == p.armed {
+					p.armed = nil
+				}
+			}
+		}
+		switch f {
+		case DropRequest:
+			p.stats.Dropped++
+		case LoseReply:
+			p.stats.Cuts++
+		}
+		if f != DropRequest {
+			if op != OpPing {
+				p.stats.Requests++
+			}
+			if op.creates() {
+				p.stats.Creates++
+			}
+		}
 	}
-	p.sinceCutSet++
-	if p.sinceCutSet%p.cutEvery != 0 {
-		return false
+	if p.recording {
+		p.recorded = append(p.recorded, Request{Conn: c.id, Xid: xid, Op: op, Fault: f, Blackholed: blackholed})
 	}
-	p.stats.Cuts++
-	return true
+	return f
 }
 
 func (p *Proxy) acceptLoop() {
@@ -224,10 +489,8 @@ func (p *Proxy) acceptLoop() {
 			return
 		}
 		p.stats.Connections++
-		c := &proxyConn{p: p, client: client}
-		if p.blackhole {
-			c.holed.Store(true)
-		}
+		c := &proxyConn{p: p, client: client, id: p.stats.Connections}
+		c.holes.Store(uint32(p.holes))
 		p.conns[c] = struct{}{}
 		target := p.target
 		p.wg.Add(1)
@@ -237,17 +500,27 @@ func (p *Proxy) acceptLoop() {
 }
 
 // proxyConn is one client connection and, unless it was accepted while
-// black-holed, its connection to the server.
+// client->server traffic was black-holed, its connection to the server.
 type proxyConn struct {
 	p      *Proxy
 	client net.Conn
-	holed  atomic.Bool // forward nothing
-	cut    atomic.Bool // client side cut after a create
+	id     int
+	holes  atomic.Uint32 // Direction black-holed
+	cut    atomic.Bool   // client side cut by a fault
+	raw4lw atomic.Bool   // a four-letter word, not a session: no frames
+	// losing: the reply to the request with xid loseXid is to be
+	// discarded, and the connection cut (LoseReply).
+	losing  atomic.Bool
+	loseXid atomic.Int32
 
 	mu           sync.Mutex
 	server       net.Conn // nil until dialed
 	serverClosed bool
 	clientOnce   sync.Once
+}
+
+func (c *proxyConn) holed(d Direction) bool {
+	return Direction(c.holes.Load())&d != 0
 }
 
 func (c *proxyConn) closeClient() {
@@ -272,13 +545,14 @@ func (c *proxyConn) closeBoth() {
 	c.p.remove(c)
 }
 
-// run connects to the server unless black-holed, then forwards
-// client->server frames; a second goroutine copies server->client bytes.
+// run connects to the server unless client->server traffic is
+// black-holed, then forwards client->server frames; a second goroutine
+// copies server->client bytes.
 func (c *proxyConn) run(target string) {
 	p := c.p
 	defer p.wg.Done()
 	var server net.Conn
-	if !c.holed.Load() {
+	if !c.holed(ClientToServer) {
 		s, err := net.DialTimeout("tcp", target, proxyDialTimeout)
 		if err != nil {
 			c.closeBoth()
@@ -301,15 +575,18 @@ func (c *proxyConn) run(target string) {
 }
 
 // clientToServer forwards the client's frames to server (nil: discard),
-// counting creates and cutting the connection when told to.
+// one whole frame at a time, and injects the faults decide picks.
 func (c *proxyConn) clientToServer(server net.Conn) {
 	defer func() {
-		if c.cut.Load() {
+		switch {
+		case c.losing.Load():
+			// serverToClient cuts when the reply comes.
+		case c.cut.Load():
 			// The server side is closed by the cut's timer.
 			c.closeClient()
-			return
+		default:
+			c.closeBoth()
 		}
-		c.closeBoth()
 	}()
 	r := bufio.NewReaderSize(c.client, 32<<10)
 	var hdr [12]byte
@@ -329,21 +606,37 @@ func (c *proxyConn) clientToServer(server net.Conn) {
 			return
 		}
 		k := int64(0)
-		op := int32(-1)
-		if !first && n >= 8 {
+		request := !first && n >= 8
+		if request {
 			// Request header: int32 xid, int32 opcode.
 			if _, err := io.ReadFull(r, hdr[4:12]); err != nil {
 				return
 			}
 			k = 8
-			op = int32(binary.BigEndian.Uint32(hdr[8:12]))
 		}
 		first = false
-		if c.holed.Load() || server == nil {
+		holed := c.holed(ClientToServer) || server == nil
+		var f Fault
+		var xid int32
+		if request {
+			xid = int32(binary.BigEndian.Uint32(hdr[4:8]))
+			op := Op(int32(binary.BigEndian.Uint32(hdr[8:12])))
+			f = c.p.decide(c, xid, op, holed)
+		}
+		if holed {
 			if _, err := io.CopyN(io.Discard, r, n-k); err != nil {
 				return
 			}
 			continue
+		}
+		if f == DropRequest {
+			c.cutNow()
+			return
+		}
+		if f == LoseReply {
+			// Before the request goes: its reply may come at once.
+			c.loseXid.Store(xid)
+			c.losing.Store(true)
 		}
 		if _, err := server.Write(hdr[:4+k]); err != nil {
 			return
@@ -351,32 +644,30 @@ func (c *proxyConn) clientToServer(server net.Conn) {
 		if _, err := io.CopyN(server, r, n-k); err != nil {
 			return
 		}
-		switch op {
-		case opCreate, opCreate2, opCreateContainer, opCreateTTL, opMulti:
-			if c.p.countCreate() {
-				c.cutAfterCreate()
-				return
-			}
+		if f == LoseReply {
+			c.cutLater()
+			return
 		}
 	}
 }
 
 // raw copies the rest of a non-session connection unchanged (or discards
-// it while black-holed).
+// it while client->server traffic is black-holed).
 func (c *proxyConn) raw(server net.Conn, r io.Reader, head []byte) {
-	if c.holed.Load() || server == nil {
+	if c.holed(ClientToServer) || server == nil {
 		_, _ = io.Copy(io.Discard, r)
 		return
 	}
+	c.raw4lw.Store(true)
 	if _, err := server.Write(head); err != nil {
 		return
 	}
 	_, _ = io.Copy(server, r)
 }
 
-// cutAfterCreate closes the client side now and the server side a little
-// later, so the server applies the create but its reply is lost.
-func (c *proxyConn) cutAfterCreate() {
+// cutNow closes the client side now and the server side a little later,
+// so the server applies what it was sent but the client sees no reply.
+func (c *proxyConn) cutNow() {
 	c.cut.Store(true)
 	c.closeClient()
 	p := c.p
@@ -393,34 +684,89 @@ func (c *proxyConn) cutAfterCreate() {
 	}()
 }
 
-// serverToClient copies the server's bytes to the client, dropping them
-// while black-holed.
+// cutLater cuts the connection after loseReplyWait, in case the reply
+// LoseReply waits for (to discard it and cut) never comes.
+func (c *proxyConn) cutLater() {
+	p := c.p
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTimer(loseReplyWait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			c.cutNow()
+		case <-p.done:
+		}
+	}()
+}
+
+// serverToClient forwards the server's frames to the client, dropping
+// them while server->client traffic is black-holed and cutting the
+// connection instead of forwarding a reply LoseReply loses. A
+// four-letter word's answer is copied as it is.
 func (c *proxyConn) serverToClient(server net.Conn) {
 	defer c.p.wg.Done()
-	buf := make([]byte, 32<<10)
+	r := bufio.NewReaderSize(server, 32<<10)
+	frame := make([]byte, 0, 32<<10)
 	clientOK := true
+	first := true
 	for {
-		n, err := server.Read(buf)
-		if n > 0 && clientOK && !c.holed.Load() {
-			if _, werr := c.client.Write(buf[:n]); werr != nil {
-				clientOK = false
-				if !c.cut.Load() {
-					c.closeBoth()
-					return
-				}
-				// Cut: keep draining the server until the cut's timer
-				// closes it.
+		var err error
+		if _, err = r.Peek(1); err == nil && c.raw4lw.Load() {
+			var w io.Writer = c.client
+			if c.holed(ServerToClient) {
+				w = io.Discard
+			}
+			if _, err = io.Copy(w, r); err == nil {
+				err = io.EOF
 			}
 		}
+		var n int64
+		if err == nil {
+			frame = frame[:4]
+			if _, err = io.ReadFull(r, frame); err == nil {
+				n = int64(int32(binary.BigEndian.Uint32(frame)))
+				if n < 0 || n > maxFrame {
+					err = fmt.Errorf("zktest: proxy: server frame of %d bytes", n)
+				}
+			}
+		}
+		if err == nil {
+			frame = append(frame[:4], make([]byte, n)...)
+			_, err = io.ReadFull(r, frame[4:])
+		}
 		if err != nil {
-			if c.holed.Load() && !c.cut.Load() {
+			switch {
+			case c.losing.Load():
+				c.cutNow()
+			case c.holed(ServerToClient) && !c.cut.Load():
 				// A partition hides the server's close from the client:
-				// keep the client side open until the black hole ends.
+				// keep the client side open until the partition ends.
 				c.closeServer()
+			default:
+				c.closeBoth()
+			}
+			return
+		}
+		// Replies start with the request's xid; the first frame is the
+		// connect response.
+		if !first && n >= 4 && c.losing.Load() && int32(binary.BigEndian.Uint32(frame[4:8])) == c.loseXid.Load() {
+			c.cutNow()
+			clientOK = false
+		}
+		first = false
+		if !clientOK || c.holed(ServerToClient) {
+			continue
+		}
+		if _, werr := c.client.Write(frame); werr != nil {
+			clientOK = false
+			if !c.cut.Load() {
+				c.closeBoth()
 				return
 			}
-			c.closeBoth()
-			return
+			// Cut: keep draining the server until the cut's timer
+			// closes it.
 		}
 	}
 }

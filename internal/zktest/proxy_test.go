@@ -282,3 +282,372 @@ func TestProxyCloseEndsEverything(t *testing.T) {
 		t.Fatal("closed proxy still accepts connections")
 	}
 }
+
+// armKinds are the request kinds TestProxyArm injects faults into. do
+// makes the i-th call of the kind under base through the proxied
+// connection; applied, for the kinds that change something, reports
+// whether the server applied the i-th call (read on a direct connection).
+var armKinds = []struct {
+	op      zktest.Op
+	prepare func(t *testing.T, direct *zk.Conn, base string)
+	do      func(c *zk.Conn, base string, i int) error
+	applied func(direct *zk.Conn, base string, i int) (bool, error)
+}{
+	{
+		op: zktest.OpCreate,
+		do: func(c *zk.Conn, base string, i int) error {
+			_, err := c.Create(fmt.Sprintf("%s/n-%d", base, i), nil, 0, openACL)
+			return err
+		},
+		applied: func(d *zk.Conn, base string, i int) (bool, error) {
+			ok, _, err := d.Exists(fmt.Sprintf("%s/n-%d", base, i))
+			return ok, err
+		},
+	},
+	{
+		op: zktest.OpDelete,
+		prepare: func(t *testing.T, d *zk.Conn, base string) {
+			for i := 1; i <= 3; i++ {
+				mustCreate(t, d, fmt.Sprintf("%s/n-%d", base, i), nil)
+			}
+		},
+		do: func(c *zk.Conn, base string, i int) error {
+			return c.Delete(fmt.Sprintf("%s/n-%d", base, i), -1)
+		},
+		applied: func(d *zk.Conn, base string, i int) (bool, error) {
+			ok, _, err := d.Exists(fmt.Sprintf("%s/n-%d", base, i))
+			return !ok, err
+		},
+	},
+	{
+		op: zktest.OpSetData,
+		prepare: func(t *testing.T, d *zk.Conn, base string) {
+			for i := 1; i <= 3; i++ {
+				mustCreate(t, d, fmt.Sprintf("%s/n-%d", base, i), nil)
+			}
+		},
+		do: func(c *zk.Conn, base string, i int) error {
+			_, err := c.Set(fmt.Sprintf("%s/n-%d", base, i), []byte("set"), -1)
+			return err
+		},
+		applied: func(d *zk.Conn, base string, i int) (bool, error) {
+			data, _, err := d.Get(fmt.Sprintf("%s/n-%d", base, i))
+			return string(data) == "set", err
+		},
+	},
+	{
+		op: zktest.OpMulti,
+		do: func(c *zk.Conn, base string, i int) error {
+			_, err := c.Multi(
+				&zk.CreateRequest{Path: fmt.Sprintf("%s/m-%d", base, i), Acl: openACL},
+				&zk.CreateRequest{Path: fmt.Sprintf("%s/m-%d-bis", base, i), Acl: openACL},
+			)
+			return err
+		},
+		applied: func(d *zk.Conn, base string, i int) (bool, error) {
+			ok, _, err := d.Exists(fmt.Sprintf("%s/m-%d-bis", base, i))
+			return ok, err
+		},
+	},
+	{
+		op: zktest.OpGetChildren2,
+		do: func(c *zk.Conn, base string, _ int) error {
+			_, _, err := c.Children(base)
+			return err
+		},
+	},
+	{
+		op: zktest.OpGetData,
+		do: func(c *zk.Conn, base string, _ int) error {
+			_, _, err := c.Get(base)
+			return err
+		},
+	},
+	{
+		op: zktest.OpExists,
+		do: func(c *zk.Conn, base string, _ int) error {
+			_, _, err := c.Exists(base)
+			return err
+		},
+	},
+}
+
+// TestProxyArm loses the reply to, or drops, the second request of each
+// kind: that call alone fails with a connection error, the server applied
+// it (lost reply) or never saw it (dropped request), requests of other
+// kinds do not count, and the rule fires once.
+func TestProxyArm(t *testing.T) {
+	s := zktest.Shared(t)
+	direct := zktest.Connect(t, s.Addr())
+	for _, f := range []zktest.Fault{zktest.LoseReply, zktest.DropRequest} {
+		for _, k := range armKinds {
+			t.Run(strings.ReplaceAll(f.String(), " ", "_")+"/"+k.op.String(), func(t *testing.T) {
+				base := zktest.UniquePath(t)
+				createParents(t, direct, base)
+				mustCreate(t, direct, base, nil)
+				if k.prepare != nil {
+					k.prepare(t, direct, base)
+				}
+				p := newProxy(t, s.Addr())
+				// Listed twice: go-zookeeper reconnects at once.
+				c := zktest.Connect(t, p.Addr(), p.Addr())
+				p.Arm(f, 2, k.op)
+				// A request of another kind does not count.
+				other := func() error { _, _, err := c.Exists(base); return err }
+				if k.op == zktest.OpExists {
+					other = func() error { _, _, err := c.Get(base); return err }
+				}
+				for i := 1; i <= 3; i++ {
+					if err := other(); err != nil {
+						t.Fatalf("request of another kind before call %d: %v", i, err)
+					}
+					err := k.do(c, base, i)
+					if i != 2 {
+						if err != nil {
+							t.Fatalf("call %d of %v: %v", i, k.op, err)
+						}
+						continue
+					}
+					if !errors.Is(err, zk.ErrConnectionClosed) {
+						t.Fatalf("call 2 of %v under %v = %v, want %v", k.op, f, err, zk.ErrConnectionClosed)
+					}
+					waitSession(t, c, 10*time.Second)
+				}
+				if k.applied != nil {
+					// The third call was applied after the second: ZooKeeper
+					// orders a session's requests.
+					for i, want := range []bool{true, f == zktest.LoseReply, true} {
+						got, err := k.applied(direct, base, i+1)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got != want {
+							t.Errorf("call %d of %v applied = %v, want %v", i+1, k.op, got, want)
+						}
+					}
+				}
+				st := p.Stats()
+				want := zktest.ProxyStats{Connections: 2, Requests: 6}
+				if f == zktest.LoseReply {
+					want.Cuts = 1
+				} else {
+					want.Dropped = 1
+					want.Requests--
+				}
+				if k.op == zktest.OpCreate || k.op == zktest.OpMulti {
+					want.Creates = want.Requests - 3
+				}
+				if st != want {
+					t.Errorf("stats = %+v, want %+v", st, want)
+				}
+			})
+		}
+	}
+}
+
+// TestProxyArmPings: pings count only when asked for.
+func TestProxyArmPings(t *testing.T) {
+	s := zktest.Shared(t)
+	p := newProxy(t, s.Addr())
+	// A 1.5s session: go-zookeeper pings every 0.5s when idle.
+	c, events := zktest.ConnectWithEvents(t, 1500*time.Millisecond, p.Addr(), p.Addr())
+	p.Arm(zktest.DropRequest, 1)
+	time.Sleep(1200 * time.Millisecond) // two pings or more
+	if st := p.Stats(); st.Dropped != 0 || st.Connections != 1 {
+		t.Fatalf("stats after idle pings = %+v, want nothing dropped", st)
+	}
+	if _, _, err := c.Exists("/"); !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("first request after Arm(DropRequest, 1) = %v, want %v", err, zk.ErrConnectionClosed)
+	}
+	waitState(t, events, zk.StateDisconnected, 5*time.Second)
+	waitState(t, events, zk.StateHasSession, 10*time.Second)
+	p.Arm(zktest.DropRequest, 1, zktest.OpPing)
+	waitState(t, events, zk.StateDisconnected, 5*time.Second)
+	waitState(t, events, zk.StateHasSession, 10*time.Second)
+	if st := p.Stats(); st.Dropped != 2 {
+		t.Fatalf("stats = %+v, want 2 dropped (a request, a ping)", st)
+	}
+}
+
+// TestProxyRecord: the proxy records each request's kind in order, on the
+// connection it came by, with what it did to it.
+func TestProxyRecord(t *testing.T) {
+	s := zktest.Shared(t)
+	direct := zktest.Connect(t, s.Addr())
+	base := zktest.UniquePath(t)
+	createParents(t, direct, base)
+	p := newProxy(t, s.Addr())
+	c := zktest.Connect(t, p.Addr(), p.Addr())
+	p.Record()
+	mustCreate(t, c, base, nil)
+	steps := []func() error{
+		func() error { _, _, err := c.Get(base); return err },
+		func() error { _, _, err := c.Children(base); return err },
+		func() error { _, _, err := c.Exists(base); return err },
+		func() error { _, err := c.Set(base, []byte("x"), -1); return err },
+		func() error { _, err := c.Multi(&zk.CheckVersionRequest{Path: base, Version: -1}); return err },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	p.Arm(zktest.LoseReply, 1, zktest.OpDelete)
+	if err := c.Delete(base, -1); !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("delete with its reply lost = %v", err)
+	}
+	waitSession(t, c, 10*time.Second)
+	if _, _, err := c.Exists(base); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range p.Recorded() {
+		if r.Op == zktest.OpPing {
+			continue
+		}
+		s := fmt.Sprintf("%d:%v", r.Conn, r.Op)
+		if r.Fault != 0 {
+			s += "(" + r.Fault.String() + ")"
+		}
+		got = append(got, s)
+	}
+	want := "[1:create 1:getData 1:getChildren2 1:exists 1:setData 1:multi 1:delete(lose reply) 2:exists]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("recorded %v\nwant     %s", got, want)
+	}
+	if r := p.Recorded(); len(r) != 0 {
+		t.Fatalf("Recorded stops recording, yet a second call returned %v", r)
+	}
+}
+
+// TestProxyPartitionOneWay black-holes one direction at a time while the
+// connection stays up.
+func TestProxyPartitionOneWay(t *testing.T) {
+	s := zktest.Shared(t)
+	direct := zktest.Connect(t, s.Addr())
+
+	t.Run("client->server", func(t *testing.T) {
+		base := zktest.UniquePath(t)
+		createParents(t, direct, base)
+		mustCreate(t, direct, base, nil)
+		p := newProxy(t, s.Addr())
+		c, events := zktest.ConnectWithEvents(t, 3*time.Second, p.Addr(), p.Addr())
+		_, _, watch, err := c.GetW(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Partition(zktest.ClientToServer)
+		res := make(chan error, 1)
+		go func() {
+			_, err := c.Create(base+"/lost", nil, 0, openACL)
+			res <- err
+		}()
+		// The server's notifications still get through...
+		if _, err := direct.Set(base, []byte("changed"), -1); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev := <-watch:
+			if ev.Type != zk.EventNodeDataChanged {
+				t.Fatalf("watch event %+v, want a data change", ev)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no watch event through a client->server partition")
+		}
+		// ...but no request reaches the server.
+		select {
+		case err := <-res:
+			t.Fatalf("create through a client->server partition returned: %v", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		if ok, _, err := direct.Exists(base + "/lost"); err != nil || ok {
+			t.Fatalf("create reached the server: exists = %v, %v", ok, err)
+		}
+		// The client gives up on the silent connection by itself.
+		waitState(t, events, zk.StateDisconnected, 10*time.Second)
+		if err := <-res; err == nil {
+			t.Fatal("create through a client->server partition succeeded")
+		}
+		p.Partition(0)
+		waitSession(t, c, 15*time.Second)
+		mustCreate(t, c, base+"/after", nil)
+	})
+
+	t.Run("server->client", func(t *testing.T) {
+		base := zktest.UniquePath(t)
+		createParents(t, direct, base)
+		mustCreate(t, direct, base, nil)
+		p := newProxy(t, s.Addr())
+		c, events := zktest.ConnectWithEvents(t, 3*time.Second, p.Addr(), p.Addr())
+		session := c.SessionID()
+		p.Partition(zktest.ServerToClient)
+		res := make(chan error, 1)
+		go func() {
+			_, err := c.Create(base+"/applied", nil, 0, openACL)
+			res <- err
+		}()
+		// The request reaches the server and is applied...
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ok, _, err := direct.Exists(base + "/applied")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("create through a server->client partition never reached the server")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// ...but its reply never comes back.
+		select {
+		case err := <-res:
+			t.Fatalf("create through a server->client partition returned: %v", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		waitState(t, events, zk.StateDisconnected, 10*time.Second)
+		if err := <-res; err == nil {
+			t.Fatal("create through a server->client partition saw its reply")
+		}
+		p.Partition(0)
+		waitSession(t, c, 15*time.Second)
+		if c.SessionID() != session {
+			t.Fatalf("session changed: %#x -> %#x (the server heard the client throughout)", session, c.SessionID())
+		}
+		if ok, _, err := c.Exists(base + "/applied"); err != nil || !ok {
+			t.Fatalf("own session after the partition: exists = %v, %v", ok, err)
+		}
+	})
+
+	// Raw connections: the request side decides whether the server
+	// answers; the connection stays open either way.
+	for _, d := range []zktest.Direction{zktest.ClientToServer, zktest.ServerToClient} {
+		t.Run("raw "+d.String(), func(t *testing.T) {
+			p := newProxy(t, s.Addr())
+			p.Partition(d)
+			raw, err := net.Dial("tcp", p.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			if _, err := io.WriteString(raw, "ruok"); err != nil {
+				t.Fatal(err)
+			}
+			// The server answers and closes (server->client), or never
+			// hears (client->server): either way the client sees nothing,
+			// not even the close.
+			_ = raw.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			var ne net.Error
+			if n, err := raw.Read(make([]byte, 8)); !errors.As(err, &ne) || !ne.Timeout() {
+				t.Fatalf("read through a %v partition = %d, %v; want a timeout", d, n, err)
+			}
+			p.Partition(0)
+			_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := raw.Read(make([]byte, 8)); err != io.EOF {
+				t.Fatalf("connection after the partition healed: %v, want EOF", err)
+			}
+		})
+	}
+}
