@@ -82,5 +82,6 @@
 // the race detector report it; the racing value is one 64-bit zxid used
 // to re-send watches, and builds without -race do not check for it. The fix is go-zookeeper pull request 35; until a release has
 // it, a replace directive in your go.mod can point go-zookeeper to a copy
-// with the fix, as this module's own builds do (third_party/go-zookeeper-zk).
+// with the fix, as this module's own builds do (the patch in patches/,
+// applied by scripts/patched-zk.sh).
 package recipe

@@ -110,10 +110,7 @@ type StepResult struct {
 	Requests string
 	// Problems are the properties the run broke.
 	Problems []string
-	// Known, set by the caller, names the known defect that explains the
-	// problems.
-	Known string
-	Took  time.Duration
+	Took     time.Duration
 }
 
 // StepRig is where the step matrix runs: one server, and the timeouts of
@@ -473,8 +470,6 @@ func heldIntervals(worker int, h *Held, start, end time.Time, ended []time.Time)
 // reached the step; "FAIL" when a property broke.
 func (r StepResult) Cell() string {
 	switch {
-	case len(r.Problems) > 0 && r.Known != "":
-		return "FAIL (known defect)"
 	case len(r.Problems) > 0:
 		return "FAIL"
 	case r.Fault != 0 && !r.Fired:

@@ -15,24 +15,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 )
 
-// knownStepFailure tells, for a failed case of the step matrix, which
-// known defect of the engine (not fixed yet) explains it, or "". Such a
-// case is reported, not failed. The defects are told by their symptoms,
-// not by step numbers: the engine sends some requests at once, so which
-// step hits which request varies from run to run.
-func knownStepFailure(r faults.StepResult) string {
-	if r.Step.Phase == faults.PhaseQueue && r.Hit == zktest.OpGetData && r.Acquire == "timeout" && len(r.Problems) == 1 {
-		// recipe/wait.go, arm: the phase becomes "waiting" before the
-		// results of the getData watches are looked at; when one failed
-		// on the cut connection, arm returns its error, the retry finds
-		// the attempt "waiting" and awaits watches that were never stored
-		// (nil channels): the waiter sleeps until its context ends
-		// although the lock is free.
-		return "a cut watch read leaves the waiter awaiting watches it never set (recipe/wait.go arm)"
-	}
-	return ""
-}
-
 // TestStepFaults runs the step matrix (steps.go): for each recipe form,
 // one clean cycle records the subject's requests, then every request k
 // is run once with its reply lost and once dropped. go test -v prints the
@@ -74,7 +56,7 @@ func TestStepFaults(t *testing.T) {
 	}
 	begin := time.Now()
 	var all []faults.StepResult
-	cases, failed, knownFailed := 0, 0, 0
+	cases, failed := 0, 0
 	for _, sr := range faults.StepRecipes {
 		t.Run(strings.ReplaceAll(sr.Name, " ", "_"), func(t *testing.T) {
 			clean, steps, err := rig.Record(ctx, sr, dir())
@@ -98,22 +80,13 @@ func TestStepFaults(t *testing.T) {
 							t.Fatal(err)
 						}
 						cases++
-						known := knownStepFailure(r)
-						if len(r.Problems) > 0 {
-							r.Known = known
-						}
 						all = append(all, r)
 						t.Logf("%s: acquire %s, release %s, retries %d, recovered %d, %v; requests: %s",
 							r.Cell(), r.Acquire, r.Release, r.Retries, r.Recovered, r.Took.Round(time.Millisecond), r.Requests)
 						if !r.Fired {
 							t.Errorf("the fault never hit: the cycle did not reach step %d this time", s.N)
 						}
-						switch {
-						case len(r.Problems) > 0 && known != "":
-							failed++
-							knownFailed++
-							t.Logf("known engine defect (%s): %s", known, strings.Join(r.Problems, "; "))
-						case len(r.Problems) > 0:
+						if len(r.Problems) > 0 {
 							failed++
 							for _, p := range r.Problems {
 								t.Error(p)
@@ -124,6 +97,6 @@ func TestStepFaults(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("step matrix: %d cases, %d failed (%d of them by a known engine defect), %v:\n%s",
-		cases, failed, knownFailed, time.Since(begin).Round(time.Second), faults.StepTable(all))
+	t.Logf("step matrix: %d cases, %d failed, %v:\n%s",
+		cases, failed, time.Since(begin).Round(time.Second), faults.StepTable(all))
 }
