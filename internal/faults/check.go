@@ -152,8 +152,10 @@ func (c *Cell) finish(fault string) Result {
 // CheckIntervals checks the holds of one lock path against the rule: at
 // no instant two Exclusive holds, an Exclusive and any other hold, or more
 // than maxLeases Lease holds; and Exclusive holds get strictly increasing
-// fencing tokens in the order they were granted. An interval ending at
-// the instant another starts does not overlap it.
+// fencing tokens in the order they were granted (a hold kept through a
+// suspension is several intervals of one node: its later ones are not new
+// grants). An interval ending at the instant another starts does not
+// overlap it.
 func CheckIntervals(ivs []Interval, maxLeases int) []string {
 	type event struct {
 		at    time.Time
@@ -223,10 +225,18 @@ func CheckIntervals(ivs []Interval, maxLeases int) []string {
 		}
 	}
 	sort.SliceStable(excl, func(a, b int) bool { return excl[a].Start.Before(excl[b].Start) })
-	for i := 1; i < len(excl); i++ {
-		if excl[i].Token <= excl[i-1].Token {
-			out = append(out, fmt.Sprintf("token order: %s granted after %s", desc(excl[i]), desc(excl[i-1])))
+	seen := make(map[string]bool)
+	var prev *Interval
+	for i := range excl {
+		iv := &excl[i]
+		if iv.Node != "" && seen[iv.Node] {
+			continue // a later part of a hold kept through a suspension
 		}
+		seen[iv.Node] = true
+		if prev != nil && iv.Token <= prev.Token {
+			out = append(out, fmt.Sprintf("token order: %s granted after %s", desc(*iv), desc(*prev)))
+		}
+		prev = iv
 	}
 	return out
 }
