@@ -20,6 +20,9 @@ type Result struct {
 	Cycles, Holds int
 	// Acquire failures by documented cause.
 	Timeouts, Cancelled, GaveUp int
+	// Suspended counts the suspensions holds went through (clients that
+	// tolerate them), Kept those after which the hold was kept.
+	Suspended, Kept int
 	// Lost counts holds ended by their Done channel, LostBy by reason.
 	Lost   int
 	LostBy map[string]int
@@ -66,6 +69,8 @@ func (r *Result) Merge(o Result) {
 	r.Cancelled += o.Cancelled
 	r.GaveUp += o.GaveUp
 	r.Lost += o.Lost
+	r.Suspended += o.Suspended
+	r.Kept += o.Kept
 	for k, v := range o.LostBy {
 		r.LostBy[k] += v
 	}
@@ -132,8 +137,16 @@ func (c *Cell) finish(fault string) Result {
 			}
 		}
 	}
-	r.Holds = len(ep.intervals)
 	for _, iv := range ep.intervals {
+		switch {
+		case iv.Resumed:
+			r.Kept++
+		default:
+			r.Holds++
+		}
+		if iv.Suspended {
+			r.Suspended++
+		}
 		if iv.Lost {
 			r.Lost++
 			r.LostBy[iv.Reason]++
@@ -225,14 +238,12 @@ func CheckIntervals(ivs []Interval, maxLeases int) []string {
 		}
 	}
 	sort.SliceStable(excl, func(a, b int) bool { return excl[a].Start.Before(excl[b].Start) })
-	seen := make(map[string]bool)
 	var prev *Interval
 	for i := range excl {
 		iv := &excl[i]
-		if iv.Node != "" && seen[iv.Node] {
+		if iv.Resumed {
 			continue // a later part of a hold kept through a suspension
 		}
-		seen[iv.Node] = true
 		if prev != nil && iv.Token <= prev.Token {
 			out = append(out, fmt.Sprintf("token order: %s granted after %s", desc(*iv), desc(*prev)))
 		}

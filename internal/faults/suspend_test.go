@@ -138,7 +138,7 @@ func rideOut(t *testing.T, a *faults.Adapter, cut time.Duration, wantLost bool) 
 		if err := p.Err(); err != nil {
 			t.Fatalf("%s: Err while suspended = %v, want nil", p.Node, err)
 		}
-		ivs = append(ivs, faults.Interval{Worker: 0, Mode: mode, Start: acquiredAt, End: suspendedAt[i], Token: p.Token, Node: p.Node})
+		ivs = append(ivs, faults.Interval{Worker: 0, Mode: mode, Start: acquiredAt, End: suspendedAt[i], Suspended: true, Token: p.Token, Node: p.Node})
 		t.Logf("%s suspended after %v of the cut", p.Node, suspendedAt[i].Sub(cutAt).Round(time.Millisecond))
 	}
 	time.Sleep(time.Until(cutAt.Add(cut)))
@@ -156,7 +156,7 @@ func rideOut(t *testing.T, a *faults.Adapter, cut time.Duration, wantLost bool) 
 		for i, p := range parts {
 			select {
 			case <-p.Resumed():
-				ivs = append(ivs, faults.Interval{Worker: 0, Mode: mode, Start: time.Now(), Token: p.Token, Node: p.Node})
+				ivs = append(ivs, faults.Interval{Worker: 0, Mode: mode, Start: time.Now(), Resumed: true, Token: p.Token, Node: p.Node})
 			case <-p.Done:
 				t.Fatalf("%s lost after a cut shorter than the session timeout: %v", p.Node, p.Err())
 			case <-time.After(2 * suspendSession):
