@@ -71,10 +71,12 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		suspended: make(chan struct{}),
 		resumed:   closedChan,
 	}
-	if s, n := l.c.suspension(ep); s.began {
-		h.cleared = n - 1 // born suspended: it must come through this one
-	} else {
+	if l.c.cfg.tolerateSuspension {
+		s, n := l.c.suspension(ep)
 		h.cleared = n
+		if s.began {
+			h.cleared-- // born suspended: it must come through this one
+		}
 	}
 	if l.spec.Revocable || l.spec.MaxHold > 0 {
 		h.wantWatch() // the watch carries revocation; the monitor keeps time
@@ -307,10 +309,17 @@ func (h *Hold) monitor(ownW <-chan zk.Event) {
 		if ownW == nil {
 			// Acquired without reading our node, or its data changed:
 			// (re)arm the watch. A node deleted meanwhile is found missing.
-			ch, err := h.rearm()
+			// A suspension that begins meanwhile interrupts the read: it
+			// is signalled now, and the read is made when it is over.
+			ctx, cancel := h.untilSuspended(begun)
+			ch, err := h.rearm(ctx)
+			cancel()
 			if err != nil {
 				h.lose(err)
 				return
+			}
+			if ch == nil && h.ctx.Err() == nil {
+				continue // suspended
 			}
 			if ch == nil {
 				h.loseIfEpochEnded()
@@ -368,7 +377,7 @@ func (h *Hold) rideOut(deadline <-chan time.Time) (<-chan zk.Event, error) {
 				return nil, ErrMaxHoldExceeded
 			}
 		}
-		ch, err := h.rearm() // checks the owner
+		ch, err := h.rearm(h.ctx) // checks the owner
 		if ch == nil || err != nil {
 			return ch, err
 		}
@@ -378,6 +387,22 @@ func (h *Hold) rideOut(deadline <-chan time.Time) (<-chan zk.Event, error) {
 		// Suspended again while the read was under way: its answer
 		// proves nothing about now. Wait again, and read again.
 	}
+}
+
+// untilSuspended returns a context derived from the hold's that also ends
+// when begun is closed (a suspension begins). Call cancel when done.
+func (h *Hold) untilSuspended(begun <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(h.ctx)
+	if begun != nil {
+		go func() {
+			select {
+			case <-begun:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 // isClosed reports whether ch is closed.
@@ -399,14 +424,14 @@ func (h *Hold) loseIfEpochEnded() {
 }
 
 // rearm sets the watch on our node again, retrying connection loss under
-// the client's retry policy for as long as the hold's context lives, and
-// checks that the node is still owned by the hold's session. It returns
-// (nil, nil) when that context ended.
-func (h *Hold) rearm() (<-chan zk.Event, error) {
+// the client's retry policy for as long as ctx (the hold's context, or one
+// derived from it) lives, and checks that the node is still owned by the
+// hold's session. It returns (nil, nil) when ctx ended.
+func (h *Hold) rearm(ctx context.Context) (<-chan zk.Event, error) {
 	c := h.l.c
 	p := c.pacer()
 	for {
-		data, st, ch, err := c.getDataW(h.ctx, h.path)
+		data, st, ch, err := c.getDataW(ctx, h.path)
 		switch {
 		case err == nil && st.EphemeralOwner != h.session:
 			// Not ours (cannot happen while our session lives: our node's
@@ -422,7 +447,7 @@ func (h *Hold) rearm() (<-chan zk.Event, error) {
 		case errors.Is(err, zk.ErrSessionExpired):
 			return nil, ErrSessionExpired
 		}
-		if !p.Pause(h.ctx) {
+		if !p.Pause(ctx) {
 			return nil, nil
 		}
 	}
