@@ -330,6 +330,32 @@ func (e *Election) Token() int64 {
 	return 0
 }
 
+// Suspended returns a channel that is closed while the client's session is
+// suspended (only with recipe.WithSuspensionTolerance; see
+// [recipe.Hold.Suspended] for the exact contract): the leader must stop
+// acting as leader until [Election.Resumed] closes, or Done does. In that
+// mode a suspension does not end the term, and the context [Election.Run]
+// hands to its function is not cancelled by it: the function must watch
+// Suspended itself. After the suspension cleared, call it again for the
+// next one. nil (never ready) without a term.
+func (e *Election) Suspended() <-chan struct{} {
+	if h := e.current(); h != nil {
+		return h.Suspended()
+	}
+	return nil
+}
+
+// Resumed returns a channel that is closed when the suspension in progress
+// is over and the term goes on; a closed channel while no suspension is in
+// progress; nil (never ready) without a term. If leadership is lost
+// instead, Done closes and this channel never does.
+func (e *Election) Resumed() <-chan struct{} {
+	if h := e.current(); h != nil {
+		return h.Resumed()
+	}
+	return nil
+}
+
 // Node returns the name of the node of the current term, "" without one.
 func (e *Election) Node() string {
 	if h := e.current(); h != nil {

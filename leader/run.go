@@ -47,6 +47,12 @@ var errTermOver = errors.New("leader: term function returned")
 // handle while one is in progress, gives an error wrapping
 // recipe.ErrInvalidArgument without I/O.
 //
+// With a client that tolerates suspensions (recipe.WithSuspensionTolerance),
+// a suspension of the session does not end the term and does not cancel
+// fn's context: fn must stop acting as leader when [Election.Suspended]
+// closes, and may act again when [Election.Resumed] does. The context is
+// cancelled when leadership is lost, as in the default mode.
+//
 // Run and the other methods of the handle share its term: [Election.Resign]
 // ends the current term (Run then campaigns again), and [Election.Token],
 // [Election.IsLeader] and [Election.Done] describe it.

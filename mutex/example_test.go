@@ -145,3 +145,49 @@ func ExampleRevoke() {
 	// Output:
 	// asked to let go: finishing up and unlocking
 }
+
+// With recipe.WithSuspensionTolerance, a silence past the loss timeout
+// suspends the lock instead of losing it: the holder stops at Suspended and
+// goes on at Resumed, if the same session answers and still owns the node.
+func ExampleMutex_Suspended() {
+	ctx := context.Background()
+	client, err := recipe.Connect(ctx, exampleServers(), recipe.WithSuspensionTolerance())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	m, err := mutex.New(client, "/examples/mutex/suspension")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+
+	jobs := make(chan int, 3)
+	for i := range 3 {
+		jobs <- i
+	}
+	close(jobs)
+	done := 0
+	for job := range jobs {
+		select {
+		case <-m.Suspended():
+			// Stop acting as holder until the suspension is over.
+			select {
+			case <-m.Resumed():
+			case <-m.Done():
+				log.Fatal(m.Err()) // lost: stop for good
+			}
+		case <-m.Done():
+			log.Fatal(m.Err())
+		default:
+		}
+		_ = job // do the job, fenced with m.Token()
+		done++
+	}
+	fmt.Println("jobs done:", done)
+	// Output:
+	// jobs done: 3
+}

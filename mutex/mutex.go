@@ -268,6 +268,30 @@ func (m *Mutex) Revoked() <-chan struct{} {
 	return nil
 }
 
+// Suspended returns a channel that is closed while the client's session is
+// suspended (only with recipe.WithSuspensionTolerance; see
+// [recipe.Hold.Suspended] for the exact contract): the holder must stop
+// acting as holder until [Mutex.Resumed] closes, or Done does. After the
+// suspension cleared, call it again for the next one. Without a hold it
+// returns nil (a channel that is never ready).
+func (m *Mutex) Suspended() <-chan struct{} {
+	if h := m.current(); h != nil {
+		return h.Suspended()
+	}
+	return nil
+}
+
+// Resumed returns a channel that is closed when the suspension in progress
+// is over and the lock was kept; a closed channel while no suspension is in
+// progress; nil (never ready) without a hold. If the lock is lost instead,
+// Done closes and this channel never does.
+func (m *Mutex) Resumed() <-chan struct{} {
+	if h := m.current(); h != nil {
+		return h.Resumed()
+	}
+	return nil
+}
+
 // Node returns the name of the node of the current hold, "" when none.
 func (m *Mutex) Node() string {
 	if h := m.current(); h != nil {

@@ -158,8 +158,8 @@ func (a *attempt) decide() error {
 		return nil
 	case err != nil:
 		return err
-	case a.ep.ended():
-		a.phase = verifying
+	case a.ep.ended(), a.l.c.cfg.tolerateSuspension && a.l.c.suspended(a.ep):
+		a.phase = verifying // wait for a trusted session before holding
 		return nil
 	case a.ownGone():
 		return nil

@@ -64,20 +64,45 @@ type Client struct {
 // client is closed, or the connection has been silent past the loss timeout.
 // Everything held is tied to the epoch in which it was verified, so one
 // closed channel tells every holder at once, however many there are.
+//
+// A client that tolerates suspensions ([WithSuspensionTolerance]) does not
+// end the epoch at the loss timeout: it suspends it, and resumes it when the
+// same session answers again.
 type epoch struct {
 	session int64
 	ctx     context.Context // ends with the epoch
 	end     context.CancelFunc
 	done    <-chan struct{} // ctx.Done()
 	err     error           // why it ended; set before done is closed
+	susp    *suspension     // in progress, or the next one; under Client.mu
+	nsusp   int             // suspensions begun; under Client.mu
+}
+
+// suspension is one silence of a tolerant client's session past the loss
+// timeout: begun is closed when it begins, over when the same session
+// answers again. An epoch that ends during a suspension leaves over open.
+type suspension struct {
+	begun chan struct{}
+	over  chan struct{}
+	began bool // under Client.mu
+}
+
+func newSuspension() *suspension {
+	return &suspension{begun: make(chan struct{}), over: make(chan struct{})}
 }
 
 func (c *Client) newEpoch(session int64) *epoch {
 	ctx, cancel := context.WithCancel(c.lifetime)
-	return &epoch{session: session, ctx: ctx, end: cancel, done: ctx.Done()}
+	return &epoch{session: session, ctx: ctx, end: cancel, done: ctx.Done(), susp: newSuspension()}
 }
 
 func (e *epoch) ended() bool { return e.ctx.Err() != nil }
+
+// errPresumedExpired ends the epoch of a tolerant client that has heard
+// nothing for the whole session timeout: the server may have expired the
+// session, but has not said so, so the session may yet answer (and still
+// own the nodes of the holds lost with it, which are then cleaned up).
+var errPresumedExpired = fmt.Errorf("%w (presumed: nothing heard for the whole session timeout)", ErrSessionExpired)
 
 // Connect opens a session with the ZooKeeper servers ("host:port" each) and
 // returns when it is established, or with an error when ctx ends first (the
@@ -244,15 +269,30 @@ func (c *Client) subscribe() (events <-chan engine.Event, cancel func()) {
 	}
 }
 
-// currentEpoch returns the epoch that is in force, or nil with the reason
-// when there is none (not connected yet, or the last one ended).
+// currentEpoch returns the epoch that is in force, or nil when there is
+// none (not connected yet, the last one ended, or it is suspended).
 func (c *Client) currentEpoch() *epoch {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur == nil || c.cur.ended() {
+	if c.cur == nil || c.cur.ended() || c.cur.susp.began {
 		return nil
 	}
 	return c.cur
+}
+
+// suspension returns e's suspension in progress, or the next one to
+// begin, and how many of its suspensions began so far.
+func (c *Client) suspension(e *epoch) (s *suspension, begun int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return e.susp, e.nsusp
+}
+
+// suspended reports whether e is live and suspended now.
+func (c *Client) suspended(e *epoch) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !e.ended() && e.susp.began
 }
 
 // isClosed reports whether Close has been called.
@@ -348,9 +388,10 @@ func (c *Client) silence() time.Duration {
 	return time.Since(c.clock) - time.Duration(c.lastHeard.Load())
 }
 
-// suspendIfSilent ends the current epoch, as the watchdog would at its next
-// tick, if the client has been silent past the loss timeout; it reports
-// whether it was.
+// suspendIfSilent judges the silence now, as the watchdog would at its next
+// tick: past the loss timeout, the current epoch ends (or, tolerating
+// suspensions, is suspended, and ends past the session timeout). It reports
+// whether the client was silent past the loss timeout.
 func (c *Client) suspendIfSilent() bool {
 	silent := c.silence()
 	if silent <= c.lossTimeout() {
@@ -358,14 +399,61 @@ func (c *Client) suspendIfSilent() bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur != nil && !c.cur.ended() {
-		c.endEpochLocked(c.cur, fmt.Errorf("%w (nothing heard for %v)", ErrConnectionSuspended, silent.Round(time.Millisecond)))
-	}
+	c.judgeSilenceLocked(silent)
 	return true
 }
 
-// watchdog ends the current epoch when the client has heard nothing from
-// any server for longer than the loss timeout. go-zookeeper pings every third
+// judgeSilenceLocked applies the silence rules to the current epoch: past
+// the loss timeout it ends, with ErrConnectionSuspended; a tolerant client
+// suspends it instead, and ends it only past the whole session timeout.
+// c.mu is held.
+func (c *Client) judgeSilenceLocked(silent time.Duration) {
+	e := c.cur
+	if e == nil || e.ended() || silent <= c.lossTimeout() {
+		return
+	}
+	heard := silent.Round(time.Millisecond)
+	switch {
+	case !c.cfg.tolerateSuspension:
+		c.endEpochLocked(e, fmt.Errorf("%w (nothing heard for %v)", ErrConnectionSuspended, heard))
+	case silent > c.SessionTimeout():
+		c.endEpochLocked(e, fmt.Errorf("%w: nothing heard for %v", errPresumedExpired, heard))
+	case !e.susp.began:
+		e.susp.began = true
+		e.nsusp++
+		close(e.susp.begun)
+		c.stats.suspensions.Add(1)
+		c.log.Warn("zookeeper session suspended; holders must stop acting until it answers again",
+			"session", fmt.Sprintf("0x%x", e.session), "silence", heard)
+	}
+}
+
+// resumeLocked trusts the session again after a silence, once it answers
+// on the same session: a suspended epoch resumes (its holds check their
+// nodes before they clear); an epoch that ended for the silence is
+// replaced by a new one, and what was held stays lost. c.mu is held.
+func (c *Client) resumeLocked() {
+	e := c.cur
+	if e == nil || !c.isConn || c.conn.SessionID() != e.session {
+		return
+	}
+	switch {
+	case !e.ended() && e.susp.began:
+		close(e.susp.over)
+		e.susp = newSuspension()
+		c.log.Info("zookeeper session answers again; suspension over", "session", fmt.Sprintf("0x%x", e.session))
+	case e.ended() && (errors.Is(e.err, ErrConnectionSuspended) || errors.Is(e.err, errPresumedExpired)):
+		// The connection outlived the silence (a stalled server or a
+		// paused process) and the server answers again on the same
+		// session: trust it anew. What was held stays lost.
+		c.cur = c.newEpoch(e.session)
+		c.log.Debug("zookeeper session trusted again", "session", fmt.Sprintf("0x%x", e.session))
+	}
+}
+
+// watchdog ends (or, tolerating suspensions, suspends) the current epoch
+// when the client has heard nothing from any server for longer than the
+// loss timeout, and trusts the session again when it answers. go-zookeeper pings every third
 // of the session timeout, so a healthy connection is never silent that long;
 // the server can expire the session no sooner than about two thirds of the
 // session timeout after our last successful exchange, so with the default of
@@ -383,17 +471,10 @@ func (c *Client) watchdog() {
 		}
 		silent := c.silence()
 		c.mu.Lock()
-		switch {
-		case silent > lt && c.cur != nil && !c.cur.ended():
-			c.endEpochLocked(c.cur, fmt.Errorf("%w (nothing heard for %v)", ErrConnectionSuspended, silent.Round(time.Millisecond)))
-		case silent <= lt/2 && c.isConn && c.cur != nil && c.cur.ended() && errors.Is(c.cur.err, ErrConnectionSuspended):
-			// The connection outlived the silence (a stalled server or a
-			// paused process) and the server answers again on the same
-			// session: trust it anew. What was held stays lost.
-			if sid := c.conn.SessionID(); sid == c.cur.session {
-				c.cur = c.newEpoch(sid)
-				c.log.Debug("zookeeper session trusted again", "session", fmt.Sprintf("0x%x", sid))
-			}
+		if silent > lt {
+			c.judgeSilenceLocked(silent)
+		} else if silent <= lt/2 {
+			c.resumeLocked()
 		}
 		c.mu.Unlock()
 	}

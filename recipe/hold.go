@@ -42,6 +42,12 @@ type Hold struct {
 	done     chan struct{}
 	err      error
 	released bool
+
+	// Suspension ([WithSuspensionTolerance]), under mu.
+	suspended chan struct{} // closed while a suspension is in progress
+	resumed   chan struct{} // closed while none is
+	inSusp    bool
+	cleared   int // suspensions of the epoch the hold came through, or that began before it
 }
 
 // newHold starts watching an acquired node. ownW is the watch already set
@@ -61,6 +67,16 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		watchNow: make(chan struct{}),
 		start:    time.Now(),
 		revoked:  make(chan struct{}),
+
+		suspended: make(chan struct{}),
+		resumed:   closedChan,
+	}
+	if l.c.cfg.tolerateSuspension {
+		s, n := l.c.suspension(ep)
+		h.cleared = n
+		if s.began {
+			h.cleared-- // born suspended: it must come through this one
+		}
 	}
 	if l.spec.Revocable || l.spec.MaxHold > 0 {
 		h.wantWatch() // the watch carries revocation; the monitor keeps time
@@ -104,6 +120,91 @@ func (h *Hold) Done() <-chan struct{} {
 	return h.done
 }
 
+// Suspended returns a channel that is closed while a suspension of the
+// session is in progress: the client has heard nothing from ZooKeeper for
+// longer than the loss timeout, and tolerates it ([WithSuspensionTolerance])
+// rather than declaring the hold lost. While suspended, the holder must
+// stop acting as holder: the server may expire the session, and grant the
+// lock to another client, before this one can learn of it.
+//
+// A suspension ends in one of two ways. The hold is kept: the same session
+// answered again and the hold's node, read again, is still owned by it;
+// [Hold.Resumed] closes, and Suspended from then on returns a new, open
+// channel for the next suspension (the one obtained during the suspension
+// stays closed: ask again). Or the hold is lost: Done closes and Err says
+// why ([ErrSessionExpired], [ErrNodeDeleted], ...); the channel stays
+// closed.
+//
+// Like Err, Suspended is exact at the moment of the call: a silence past
+// the loss timeout that the client has not acted on yet begins the
+// suspension now. Without [WithSuspensionTolerance] no suspension ever
+// begins (a silence past the loss timeout is a loss) and the channel is
+// never closed. After the hold ended, it is the channel of the hold's last
+// state: closed if it was lost while suspended, open (and never closed)
+// otherwise.
+func (h *Hold) Suspended() <-chan struct{} {
+	h.wantWatch()
+	h.checkSilence()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.suspended
+}
+
+// Resumed returns a channel that is closed when the suspension in progress
+// (see [Hold.Suspended]) is over and the hold was kept: from then on the
+// holder may act again. While no suspension is in progress it returns a
+// closed channel. If the hold is lost during the suspension, the channel
+// is never closed: wait for Done as well.
+func (h *Hold) Resumed() <-chan struct{} {
+	h.wantWatch()
+	h.checkSilence()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.resumed
+}
+
+// suspend records that a suspension began (once per suspension).
+func (h *Hold) suspend() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.inSusp || h.err != nil {
+		return
+	}
+	h.inSusp = true
+	close(h.suspended)
+	h.resumed = make(chan struct{})
+	h.l.c.log.Warn("hold suspended", "path", h.l.dir, "node", h.node)
+}
+
+// pending reports whether a suspension of the hold's epoch began that the
+// hold has not come through yet.
+func (h *Hold) pending() bool {
+	_, n := h.l.c.suspension(h.ep)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return n > h.cleared
+}
+
+// resume records that the first n suspensions of the epoch are over, the
+// node's ownership having been checked after the last of them; it reports
+// false, and changes nothing, when another suspension began since or the
+// hold ended.
+func (h *Hold) resume(n int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, now := h.l.c.suspension(h.ep); h.err != nil || s.began || now != n {
+		return false
+	}
+	h.cleared = n
+	if h.inSusp {
+		h.inSusp = false
+		h.suspended = make(chan struct{})
+		close(h.resumed)
+		h.l.c.log.Info("hold kept through a suspension", "path", h.l.dir, "node", h.node)
+	}
+	return true
+}
+
 // Err returns nil while the hold is in force; after Done is closed it wraps
 // [ErrLost] and the reason ([ErrSessionExpired], [ErrNodeDeleted],
 // [ErrConnectionSuspended], [ErrClosed]), or is [ErrNotHeld] after a
@@ -112,7 +213,9 @@ func (h *Hold) Done() <-chan struct{} {
 // Err is exact at the moment of the call: if the client has heard nothing
 // from ZooKeeper for longer than the loss timeout (a paused process, a
 // partition the watchdog has not reported yet), it reports the loss
-// ([ErrConnectionSuspended]) now.
+// ([ErrConnectionSuspended]) now. With [WithSuspensionTolerance] such a
+// silence suspends the hold instead (see [Hold.Suspended]) and Err stays
+// nil, until the hold is lost.
 func (h *Hold) Err() error {
 	h.wantWatch()
 	h.checkSilence()
@@ -121,11 +224,19 @@ func (h *Hold) Err() error {
 	return h.err
 }
 
-// checkSilence records the loss at once when the client has been silent
-// past the loss timeout, rather than when the watchdog next looks.
+// checkSilence records the loss (or, tolerating suspensions, the
+// suspension) at once when the client has been silent past the loss
+// timeout, rather than when the watchdog next looks.
 func (h *Hold) checkSilence() {
-	if h.l.c.suspendIfSilent() && h.ep.ended() {
+	c := h.l.c
+	if !c.suspendIfSilent() && !c.cfg.tolerateSuspension {
+		return
+	}
+	switch {
+	case h.ep.ended():
 		h.lose(h.ep.err)
+	case h.pending():
+		h.suspend()
 	}
 }
 
@@ -141,15 +252,16 @@ func (h *Hold) wantWatch() { h.watchOnce.Do(func() { close(h.watchNow) }) }
 // trip after the delay instead of after the deletion.
 const lazyWatchDelay = 100 * time.Millisecond
 
-// awaitWatchWanted waits until the own-node watch is asked for or
-// lazyWatchDelay has passed. It reports false when the hold's context
-// ended first.
-func (h *Hold) awaitWatchWanted() bool {
+// awaitWatchWanted waits until the own-node watch is asked for,
+// lazyWatchDelay has passed or a suspension begins (begun). It reports
+// false when the hold's context ended first.
+func (h *Hold) awaitWatchWanted(begun <-chan struct{}) bool {
 	t := time.NewTimer(lazyWatchDelay)
 	defer t.Stop()
 	select {
 	case <-h.watchNow:
 	case <-t.C:
+	case <-begun:
 	case <-h.ctx.Done():
 		return false
 	}
@@ -165,7 +277,13 @@ func (h *Hold) monitor(ownW <-chan zk.Event) {
 		defer t.Stop()
 		deadline = t.C
 	}
-	if ownW == nil && !h.awaitWatchWanted() {
+	tolerant := h.l.c.cfg.tolerateSuspension
+	var begun <-chan struct{} // closed when a suspension begins, if tolerated
+	if tolerant {
+		s, _ := h.l.c.suspension(h.ep)
+		begun = s.begun
+	}
+	if ownW == nil && !h.awaitWatchWanted(begun) {
 		h.loseIfEpochEnded()
 		return
 	}
@@ -173,13 +291,35 @@ func (h *Hold) monitor(ownW <-chan zk.Event) {
 		ownW = nil // read the data once: a revocation may have come first
 	}
 	for {
-		if ownW == nil {
-			// Acquired without reading our node, or its data changed:
-			// (re)arm the watch. A node deleted meanwhile is found missing.
-			ch, err := h.rearm()
+		if tolerant && h.pending() {
+			ch, err := h.rideOut(deadline)
 			if err != nil {
 				h.lose(err)
 				return
+			}
+			if ch == nil {
+				h.loseIfEpochEnded()
+				return
+			}
+			ownW = ch
+			s, _ := h.l.c.suspension(h.ep)
+			begun = s.begun
+			continue
+		}
+		if ownW == nil {
+			// Acquired without reading our node, or its data changed:
+			// (re)arm the watch. A node deleted meanwhile is found missing.
+			// A suspension that begins meanwhile interrupts the read: it
+			// is signalled now, and the read is made when it is over.
+			ctx, cancel := h.untilSuspended(begun)
+			ch, err := h.rearm(ctx)
+			cancel()
+			if err != nil {
+				h.lose(err)
+				return
+			}
+			if ch == nil && h.ctx.Err() == nil {
+				continue // suspended
 			}
 			if ch == nil {
 				h.loseIfEpochEnded()
@@ -194,6 +334,8 @@ func (h *Hold) monitor(ownW <-chan zk.Event) {
 		case <-deadline:
 			h.lose(ErrMaxHoldExceeded) // and the node is deleted: the next in line proceeds
 			return
+		case <-begun:
+			continue // ride it out, above
 		case ev := <-ownW:
 			switch ev.Type {
 			case zk.EventNodeDeleted:
@@ -212,6 +354,67 @@ func (h *Hold) monitor(ownW <-chan zk.Event) {
 	}
 }
 
+// rideOut waits out the suspensions of the hold's epoch: it marks the hold
+// suspended, waits until the same session answers again, then reads the
+// node (setting a new watch on it) to check that the session still owns
+// it, and clears the suspension. It returns the new watch; (nil, nil) when
+// the hold's context ended (released, or the epoch ended); or the loss: the
+// node is gone or owned by another session ([ErrNodeDeleted]), the session
+// expired, or the maximum hold time passed meanwhile.
+func (h *Hold) rideOut(deadline <-chan time.Time) (<-chan zk.Event, error) {
+	c := h.l.c
+	h.suspend()
+	for {
+		s, n := c.suspension(h.ep)
+		if isClosed(s.begun) {
+			h.suspend()
+			select {
+			case <-s.over:
+				continue
+			case <-h.ctx.Done():
+				return nil, nil
+			case <-deadline:
+				return nil, ErrMaxHoldExceeded
+			}
+		}
+		ch, err := h.rearm(h.ctx) // checks the owner
+		if ch == nil || err != nil {
+			return ch, err
+		}
+		if h.resume(n) {
+			return ch, nil
+		}
+		// Suspended again while the read was under way: its answer
+		// proves nothing about now. Wait again, and read again.
+	}
+}
+
+// untilSuspended returns a context derived from the hold's that also ends
+// when begun is closed (a suspension begins). Call cancel when done.
+func (h *Hold) untilSuspended(begun <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(h.ctx)
+	if begun != nil {
+		go func() {
+			select {
+			case <-begun:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // loseIfEpochEnded reports the end of the epoch as a loss, if that is what
 // ended the hold's context (rather than Release).
 func (h *Hold) loseIfEpochEnded() {
@@ -221,14 +424,19 @@ func (h *Hold) loseIfEpochEnded() {
 }
 
 // rearm sets the watch on our node again, retrying connection loss under
-// the client's retry policy for as long as the hold's context lives. It
-// returns (nil, nil) when that context ended.
-func (h *Hold) rearm() (<-chan zk.Event, error) {
+// the client's retry policy for as long as ctx (the hold's context, or one
+// derived from it) lives, and checks that the node is still owned by the
+// hold's session. It returns (nil, nil) when ctx ended.
+func (h *Hold) rearm(ctx context.Context) (<-chan zk.Event, error) {
 	c := h.l.c
 	p := c.pacer()
 	for {
-		data, _, ch, err := c.getDataW(h.ctx, h.path)
+		data, st, ch, err := c.getDataW(ctx, h.path)
 		switch {
+		case err == nil && st.EphemeralOwner != h.session:
+			// Not ours (cannot happen while our session lives: our node's
+			// name is unique): we hold nothing.
+			return nil, ErrNodeDeleted
 		case err == nil:
 			if h.l.spec.Revocable && string(data) == revokeMarker {
 				h.revOnce.Do(func() { close(h.revoked) })
@@ -239,7 +447,7 @@ func (h *Hold) rearm() (<-chan zk.Event, error) {
 		case errors.Is(err, zk.ErrSessionExpired):
 			return nil, ErrSessionExpired
 		}
-		if !p.Pause(h.ctx) {
+		if !p.Pause(ctx) {
 			return nil, nil
 		}
 	}
@@ -261,9 +469,18 @@ func (h *Hold) lose(reason error) {
 	c.ins.losses.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
 		telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrReason.String(lossReason(reason)))))
 	c.log.Warn("lock lost", "path", h.l.dir, "node", h.node, "reason", reason)
-	if !errors.Is(reason, ErrNodeDeleted) && !errors.Is(reason, ErrSessionExpired) && !errors.Is(reason, ErrClosed) {
+	if mayStillOwn(reason) {
 		c.cleanup(h.cleanupJob())
 	}
+}
+
+// mayStillOwn reports whether, after a loss for reason, the session may
+// still own the node, which must then be deleted.
+func mayStillOwn(reason error) bool {
+	if errors.Is(reason, errPresumedExpired) {
+		return true
+	}
+	return !errors.Is(reason, ErrNodeDeleted) && !errors.Is(reason, ErrSessionExpired) && !errors.Is(reason, ErrClosed)
 }
 
 // cleanupJob describes the deletion of the node (and any duplicate).

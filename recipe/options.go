@@ -38,6 +38,8 @@ type config struct {
 	tls       *tls.Config
 	maxPacket int
 
+	tolerateSuspension bool // ride out a silence while the session may live
+
 	dialerSet, tracerSet, meterSet, tlsSet bool // set by an option, so nil is refused
 }
 
@@ -108,6 +110,32 @@ func WithSessionTimeout(d time.Duration) Option {
 // Default (0): half the negotiated session timeout.
 func WithLossTimeout(d time.Duration) Option {
 	return func(c *config) { c.lossTimeout = d }
+}
+
+// WithSuspensionTolerance makes holds ride out a short suspension instead
+// of ending at the loss timeout: Curator's "session" policy, for services
+// whose connection or process stalls briefly now and then (a long garbage
+// collection, a flaky link).
+//
+// By default a silence past the loss timeout ends every hold with
+// [ErrConnectionSuspended], even if the same session answers again a moment
+// later. With this option, the silence only suspends the holds: each
+// [Hold.Suspended] channel closes, and the holder must stop acting as
+// holder until [Hold.Resumed] closes. The hold is kept if the same session
+// answers again and the hold's node, read again, is still owned by it; it
+// is lost with [ErrNodeDeleted] if the node is gone or owned by another
+// session, and with [ErrSessionExpired] when the server reports the
+// session expired or nothing has been heard for the whole session timeout
+// (after which the server may have expired it). A hold is never lost with
+// [ErrConnectionSuspended] in this mode.
+//
+// The price: another client may be granted the lock as soon as the server
+// expires the session, which can happen while the hold is only suspended.
+// Mutual exclusion then rests on the holder stopping when Suspended closes,
+// and on fencing tokens ([Hold.Token]) at the resource. See
+// docs/failure-model.md. Default: off (a suspension is a loss).
+func WithSuspensionTolerance() Option {
+	return func(c *config) { c.tolerateSuspension = true }
 }
 
 // WithDigestAuth authenticates the session with the digest scheme

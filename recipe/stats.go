@@ -11,7 +11,7 @@ type stats struct {
 	creates, deletes, lists, reads atomic.Int64
 	wakeups, retries, recovered    atomic.Int64
 	acquired, lost, epochsEnded    atomic.Int64
-	writes                         atomic.Int64
+	writes, suspensions            atomic.Int64
 }
 
 func (s *stats) snapshot() engine.Stats {
@@ -20,6 +20,6 @@ func (s *stats) snapshot() engine.Stats {
 		Lists: s.lists.Load(), Reads: s.reads.Load(),
 		Wakeups: s.wakeups.Load(), Retries: s.retries.Load(),
 		Recovered: s.recovered.Load(), Acquired: s.acquired.Load(), Lost: s.lost.Load(),
-		EpochsEnded: s.epochsEnded.Load(), Writes: s.writes.Load(),
+		EpochsEnded: s.epochsEnded.Load(), Suspensions: s.suspensions.Load(), Writes: s.writes.Load(),
 	}
 }

@@ -513,6 +513,20 @@ func (rw *RWLock) revoked(m Mode) <-chan struct{} {
 	return nil
 }
 
+func (rw *RWLock) suspended(m Mode) <-chan struct{} {
+	if h := rw.hold(m); h != nil {
+		return h.Suspended()
+	}
+	return nil
+}
+
+func (rw *RWLock) resumed(m Mode) <-chan struct{} {
+	if h := rw.hold(m); h != nil {
+		return h.Resumed()
+	}
+	return nil
+}
+
 func (rw *RWLock) node(m Mode) string {
 	if h := rw.hold(m); h != nil {
 		return h.Node()
@@ -547,6 +561,26 @@ func (rw *RWLock) Revoked() <-chan struct{} { return rw.revoked(Write) }
 
 // RRevoked is [RWLock.Revoked] for the read lock.
 func (rw *RWLock) RRevoked() <-chan struct{} { return rw.revoked(Read) }
+
+// Suspended returns a channel that is closed while the client's session is
+// suspended (only with recipe.WithSuspensionTolerance; see
+// [recipe.Hold.Suspended] for the exact contract): the writer must stop
+// acting as writer until [RWLock.Resumed] closes, or Done does. After the
+// suspension cleared, call it again for the next one. nil (never ready)
+// when no write lock is held.
+func (rw *RWLock) Suspended() <-chan struct{} { return rw.suspended(Write) }
+
+// Resumed returns a channel that is closed when the suspension in progress
+// is over and the write lock was kept; a closed channel while no suspension
+// is in progress; nil (never ready) when no write lock is held. If the lock
+// is lost instead, Done closes and this channel never does.
+func (rw *RWLock) Resumed() <-chan struct{} { return rw.resumed(Write) }
+
+// RSuspended is [RWLock.Suspended] for the read lock.
+func (rw *RWLock) RSuspended() <-chan struct{} { return rw.suspended(Read) }
+
+// RResumed is [RWLock.Resumed] for the read lock.
+func (rw *RWLock) RResumed() <-chan struct{} { return rw.resumed(Read) }
 
 // Node returns the name of the write node, "" when no write lock is held.
 func (rw *RWLock) Node() string { return rw.node(Write) }

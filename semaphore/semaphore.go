@@ -287,6 +287,19 @@ func (l *Lease) Err() error {
 // concurrent holders.
 func (l *Lease) Token() int64 { return l.h.Token() }
 
+// Suspended returns a channel that is closed while the client's session is
+// suspended (only with recipe.WithSuspensionTolerance; see
+// [recipe.Hold.Suspended] for the exact contract): the holder must stop
+// using the lease until [Lease.Resumed] closes, or Done does. After the
+// suspension cleared, call it again for the next one.
+func (l *Lease) Suspended() <-chan struct{} { return l.h.Suspended() }
+
+// Resumed returns a channel that is closed when the suspension in progress
+// is over and the lease was kept; a closed channel while no suspension is
+// in progress. If the lease is lost instead, Done closes and this channel
+// never does.
+func (l *Lease) Resumed() <-chan struct{} { return l.h.Resumed() }
+
 // Node returns the name of the lease's node, a child of the semaphore's
 // path.
 func (l *Lease) Node() string { return l.h.Node() }

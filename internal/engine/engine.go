@@ -89,6 +89,10 @@ type Stats struct {
 	// EpochsEnded counts the times the session stopped being trusted
 	// (expiry, suspension, close).
 	EpochsEnded int64
+	// Suspensions counts the suspensions of a client that tolerates them
+	// (recipe.WithSuspensionTolerance): silences past the loss timeout
+	// that did not end the epoch.
+	Suspensions int64
 	// Writes counts setData requests (revocation).
 	Writes int64
 }
@@ -103,7 +107,8 @@ func (s Stats) Sub(o Stats) Stats {
 		Lists: s.Lists - o.Lists, Reads: s.Reads - o.Reads,
 		Wakeups: s.Wakeups - o.Wakeups, Retries: s.Retries - o.Retries,
 		Recovered: s.Recovered - o.Recovered, Acquired: s.Acquired - o.Acquired, Lost: s.Lost - o.Lost,
-		EpochsEnded: s.EpochsEnded - o.EpochsEnded, Writes: s.Writes - o.Writes,
+		EpochsEnded: s.EpochsEnded - o.EpochsEnded, Suspensions: s.Suspensions - o.Suspensions,
+		Writes: s.Writes - o.Writes,
 	}
 }
 

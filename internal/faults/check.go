@@ -20,6 +20,9 @@ type Result struct {
 	Cycles, Holds int
 	// Acquire failures by documented cause.
 	Timeouts, Cancelled, GaveUp int
+	// Suspended counts the suspensions holds went through (clients that
+	// tolerate them), Kept those after which the hold was kept.
+	Suspended, Kept int
 	// Lost counts holds ended by their Done channel, LostBy by reason.
 	Lost   int
 	LostBy map[string]int
@@ -66,6 +69,8 @@ func (r *Result) Merge(o Result) {
 	r.Cancelled += o.Cancelled
 	r.GaveUp += o.GaveUp
 	r.Lost += o.Lost
+	r.Suspended += o.Suspended
+	r.Kept += o.Kept
 	for k, v := range o.LostBy {
 		r.LostBy[k] += v
 	}
@@ -132,8 +137,16 @@ func (c *Cell) finish(fault string) Result {
 			}
 		}
 	}
-	r.Holds = len(ep.intervals)
 	for _, iv := range ep.intervals {
+		switch {
+		case iv.Resumed:
+			r.Kept++
+		default:
+			r.Holds++
+		}
+		if iv.Suspended {
+			r.Suspended++
+		}
 		if iv.Lost {
 			r.Lost++
 			r.LostBy[iv.Reason]++
@@ -152,8 +165,10 @@ func (c *Cell) finish(fault string) Result {
 // CheckIntervals checks the holds of one lock path against the rule: at
 // no instant two Exclusive holds, an Exclusive and any other hold, or more
 // than maxLeases Lease holds; and Exclusive holds get strictly increasing
-// fencing tokens in the order they were granted. An interval ending at
-// the instant another starts does not overlap it.
+// fencing tokens in the order they were granted (a hold kept through a
+// suspension is several intervals of one node: its later ones are not new
+// grants). An interval ending at the instant another starts does not
+// overlap it.
 func CheckIntervals(ivs []Interval, maxLeases int) []string {
 	type event struct {
 		at    time.Time
@@ -223,10 +238,16 @@ func CheckIntervals(ivs []Interval, maxLeases int) []string {
 		}
 	}
 	sort.SliceStable(excl, func(a, b int) bool { return excl[a].Start.Before(excl[b].Start) })
-	for i := 1; i < len(excl); i++ {
-		if excl[i].Token <= excl[i-1].Token {
-			out = append(out, fmt.Sprintf("token order: %s granted after %s", desc(excl[i]), desc(excl[i-1])))
+	var prev *Interval
+	for i := range excl {
+		iv := &excl[i]
+		if iv.Resumed {
+			continue // a later part of a hold kept through a suspension
 		}
+		if prev != nil && iv.Token <= prev.Token {
+			out = append(out, fmt.Sprintf("token order: %s granted after %s", desc(*iv), desc(*prev)))
+		}
+		prev = iv
 	}
 	return out
 }

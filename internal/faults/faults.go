@@ -146,6 +146,26 @@ var Faults = []*Fault{
 	{Key: "g3", Name: "ensemble: restart all", On: OnEnsemble, Duration: 16 * time.Second, Inject: injectRestartAll},
 }
 
+// TolerantFaults is the matrix's list of faults for clients that tolerate
+// suspensions (Config.Tolerant): the partitions, where the two modes
+// differ. (c2) is there because it is where tolerance pays: a partition
+// past the loss timeout, which ends every hold by default, is ridden out.
+var TolerantFaults = []*Fault{
+	faultByKey("c"),
+	{Key: "c2", Name: "partition > loss timeout", On: OnProxied, Duration: 10 * time.Second, Inject: injectSuspensions},
+	faultByKey("d"),
+}
+
+// faultByKey returns the fault of Faults with key k.
+func faultByKey(k string) *Fault {
+	for _, f := range Faults {
+		if f.Key == k {
+			return f
+		}
+	}
+	panic("faults: no fault " + k)
+}
+
 // CutEvery is N of fault (a): every proxy loses the reply to every N-th
 // create (creates of lock nodes and directories, and multi transactions).
 const CutEvery = 4
@@ -234,6 +254,17 @@ func partition(ctx context.Context, e *Env, length, gapLo, gapHi time.Duration, 
 func injectShortPartitions(ctx context.Context, e *Env) (int, error) {
 	st := e.Target.SessionTimeout
 	return partition(ctx, e, st/3, 300*time.Millisecond, 800*time.Millisecond, 0)
+}
+
+// (c2) The holder is cut off for 0.55 session timeouts: longer than the
+// loss timeout (half the session timeout), so its hold is suspended (or,
+// by default, lost), and shorter than the session timeout even counting
+// the silence before the partition (at most a ping interval, a third of
+// the session timeout), so the session survives and a tolerant client
+// keeps its hold.
+func injectSuspensions(ctx context.Context, e *Env) (int, error) {
+	st := e.Target.SessionTimeout
+	return partition(ctx, e, st*11/20, 300*time.Millisecond, 800*time.Millisecond, 0)
 }
 
 // (d) The holder is cut off for 1.5 session timeouts: it must be told

@@ -74,6 +74,10 @@ type Config struct {
 	LongHold         time.Duration
 	// PauseMax is the longest random pause between two cycles.
 	PauseMax time.Duration
+	// Tolerant connects the clients with recipe.WithSuspensionTolerance:
+	// a holder stops acting when its hold is suspended and acts again
+	// when it resumes, and each part of the hold is an interval of its own.
+	Tolerant bool
 }
 
 // DefaultConfig is the workload of the matrix and the soak.
@@ -148,7 +152,11 @@ func NewCell(ctx context.Context, tg *Target, a *Adapter, path string, cfg Confi
 			addrs = []string{p.Addr(), p.Addr()}
 		}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		cl, err := recipe.Connect(cctx, addrs, recipe.WithSessionTimeout(tg.SessionTimeout))
+		opts := []recipe.Option{recipe.WithSessionTimeout(tg.SessionTimeout)}
+		if cfg.Tolerant {
+			opts = append(opts, recipe.WithSuspensionTolerance())
+		}
+		cl, err := recipe.Connect(cctx, addrs, opts...)
 		cancel()
 		if err != nil {
 			if w.Proxy != nil {
@@ -233,17 +241,22 @@ func (c *Cell) Stats() engine.Stats {
 		s.Acquired += st.Acquired
 		s.Lost += st.Lost
 		s.EpochsEnded += st.EpochsEnded
+		s.Suspensions += st.Suspensions
 	}
 	return s
 }
 
-// Interval is one part of one hold as its holder saw it.
+// Interval is one part of one hold as its holder saw it: from the grant
+// (or the end of a suspension) until the release, the loss, or the
+// beginning of a suspension, whichever came first.
 type Interval struct {
 	Worker     int
 	Mode       Mode
 	Start, End time.Time
-	Lost       bool   // ended by Done, not by Release
+	Lost       bool   // the hold ended by Done, not by Release
 	Reason     string // loss reason, when Lost
+	Suspended  bool   // ended when the hold was suspended
+	Resumed    bool   // began when a suspension cleared (not a new grant)
 	Token      int64
 	Node       string
 }
@@ -372,7 +385,9 @@ func (w *Worker) loop(ctx context.Context, ep *episodeLog) {
 }
 
 // hold keeps h for a random time (longer while pinned), watching every
-// part's Done, then releases it, and records one interval per part.
+// part's Done (and, for a tolerant client, its suspension signals), then
+// releases it, and records the intervals in which the worker acted as
+// holder of each part.
 func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.Time) {
 	cfg := w.cell.Config
 	d := cfg.HoldMin + time.Duration(w.rng.Int64N(int64(cfg.HoldMax-cfg.HoldMin)+1))
@@ -383,12 +398,20 @@ func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.T
 	defer timer.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	ended := make([]time.Time, len(h.Parts))
+	parts := make([]partLog, len(h.Parts))
+	for i, p := range h.Parts {
+		parts[i] = partLog{acting: true, cur: Interval{Worker: w.ID, Mode: h.Mode, Start: start, Token: p.Token, Node: p.Node}}
+	}
 	live := len(h.Parts)
 	fired := false
-	cases := make([]reflect.SelectCase, 2+len(h.Parts))
+	const perPart = 2 // Done, and Suspended or Resumed
+	cases := make([]reflect.SelectCase, 2+perPart*len(h.Parts))
+	never := reflect.ValueOf((<-chan struct{})(nil))
 	for live > 0 {
-		if fired && (!w.pinned.Load() || ctx.Err() != nil) {
+		if fired && (!w.pinned.Load() || ctx.Err() != nil) && !suspended(parts) {
+			// A suspended holder waits for the outcome, kept or lost (at
+			// the latest when the session timeout of silence has passed),
+			// so that the matrix sees holds kept.
 			break
 		}
 		cases[0] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)}
@@ -397,48 +420,50 @@ func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.T
 			cases[0].Chan = reflect.ValueOf((<-chan time.Time)(nil))
 		}
 		for i, p := range h.Parts {
-			ch := p.Done
-			if !ended[i].IsZero() {
-				ch = nil
+			done, signal := never, never
+			if !parts[i].ended {
+				done = reflect.ValueOf(p.Done)
+				switch {
+				case !cfg.Tolerant:
+				case parts[i].acting:
+					signal = reflect.ValueOf(p.Suspended())
+				default:
+					signal = reflect.ValueOf(p.Resumed())
+				}
 			}
-			cases[2+i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
+			cases[2+perPart*i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: done}
+			cases[3+perPart*i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: signal}
 		}
 		i, _, _ := reflect.Select(cases)
 		now := time.Now()
-		switch i {
-		case 0:
+		switch {
+		case i == 0:
 			fired = true
-		case 1:
-		default:
-			ended[i-2] = now
+		case i == 1:
+		case (i-2)%perPart == 0:
+			parts[(i-2)/perPart].end(now, h.Parts[(i-2)/perPart], w, ep)
 			live--
+		default:
+			parts[(i-2)/perPart].flip(now)
 		}
 	}
 	releaseAt := time.Now()
 	// The timer may have won a select in which a Done was ready too: a
 	// Done already closed counts as a loss seen now.
 	for i, p := range h.Parts {
-		if ended[i].IsZero() {
-			select {
-			case <-p.Done:
-				ended[i] = releaseAt
-			default:
-			}
+		if parts[i].ended {
+			continue
+		}
+		select {
+		case <-p.Done:
+			parts[i].end(releaseAt, p, w, ep)
+		default:
+			parts[i].release(releaseAt)
 		}
 	}
-	ivs := make([]Interval, len(h.Parts))
-	for i, p := range h.Parts {
-		iv := Interval{Worker: w.ID, Mode: h.Mode, Start: start, End: releaseAt, Token: p.Token, Node: p.Node}
-		if !ended[i].IsZero() {
-			iv.End, iv.Lost = ended[i], true
-			err := p.Err()
-			iv.Reason = lossReason(err)
-			if iv.Reason == "" {
-				ep.problem("worker %d: Done of %s closed while held but Err() = %v, not a documented loss", w.ID, p.Node, err)
-				iv.Reason = "undocumented"
-			}
-		}
-		ivs[i] = iv
+	var ivs []Interval
+	for _, p := range parts {
+		ivs = append(ivs, p.ivs...)
 	}
 	ep.add(ivs...)
 	w.cell.noteSession(w.Client.SessionID())
@@ -453,12 +478,69 @@ func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.T
 		switch {
 		case class == classUndocumented:
 			ep.problem("worker %d: release of %s returned an undocumented error: %v", w.ID, h.Parts[i].Node, err)
-		case class == classLost && !ivs[i].Lost:
+		case class == classLost && !parts[i].lost:
 			ep.mu.Lock()
 			ep.lostAtRel++
 			ep.notes = append(ep.notes, fmt.Sprintf("worker %d: release of %s reported a loss its Done had not shown: %v", w.ID, h.Parts[i].Node, err))
 			ep.mu.Unlock()
 		}
+	}
+}
+
+// partLog follows one part of a hold: the intervals in which the worker
+// acted as its holder.
+type partLog struct {
+	ivs    []Interval
+	cur    Interval // the interval in progress, while acting
+	acting bool     // not suspended
+	ended  bool     // Done closed
+	lost   bool
+}
+
+// suspended reports whether a part is suspended and not ended.
+func suspended(parts []partLog) bool {
+	for _, p := range parts {
+		if !p.acting && !p.ended {
+			return true
+		}
+	}
+	return false
+}
+
+// flip records a suspension beginning (the holder stops acting) or ending
+// (it acts again).
+func (pl *partLog) flip(now time.Time) {
+	if pl.acting {
+		pl.cur.End, pl.cur.Suspended = now, true
+		pl.ivs = append(pl.ivs, pl.cur)
+	} else {
+		pl.cur = Interval{Worker: pl.cur.Worker, Mode: pl.cur.Mode, Start: now, Resumed: true, Token: pl.cur.Token, Node: pl.cur.Node}
+	}
+	pl.acting = !pl.acting
+}
+
+// end records the loss signalled by Done at now; the last interval says why.
+func (pl *partLog) end(now time.Time, p Part, w *Worker, ep *episodeLog) {
+	pl.ended, pl.lost = true, true
+	if pl.acting {
+		pl.cur.End = now
+		pl.ivs = append(pl.ivs, pl.cur)
+	}
+	last := &pl.ivs[len(pl.ivs)-1]
+	last.Lost = true
+	err := p.Err()
+	last.Reason = lossReason(err)
+	if last.Reason == "" {
+		ep.problem("worker %d: Done of %s closed while held but Err() = %v, not a documented loss", w.ID, p.Node, err)
+		last.Reason = "undocumented"
+	}
+}
+
+// release ends the interval in progress, if acting, at the release.
+func (pl *partLog) release(now time.Time) {
+	if pl.acting {
+		pl.cur.End = now
+		pl.ivs = append(pl.ivs, pl.cur)
 	}
 }
 

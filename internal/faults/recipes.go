@@ -47,6 +47,9 @@ type Part struct {
 	Err   func() error
 	Token int64
 	Node  string
+	// Suspended and Resumed are the part's suspension signals (see
+	// recipe.Hold.Suspended), asked for anew each time.
+	Suspended, Resumed func() <-chan struct{}
 }
 
 // Held is what an adapter's acquire returns.
@@ -87,7 +90,7 @@ var Mutex = &Adapter{
 			}
 			return &Held{
 				Mode:    Exclusive,
-				Parts:   []Part{{Done: m.Done(), Err: m.Err, Token: m.Token(), Node: m.Node()}},
+				Parts:   []Part{{Done: m.Done(), Err: m.Err, Token: m.Token(), Node: m.Node(), Suspended: m.Suspended, Resumed: m.Resumed}},
 				Release: func(ctx context.Context) []error { return []error{m.Unlock(ctx)} },
 			}, nil
 		}, nil
@@ -143,7 +146,7 @@ func readLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) {
 	}
 	return &Held{
 		Mode:    Shared,
-		Parts:   []Part{{Done: rw.RDone(), Err: rw.RErr, Token: rw.RToken(), Node: rw.RNode()}},
+		Parts:   []Part{{Done: rw.RDone(), Err: rw.RErr, Token: rw.RToken(), Node: rw.RNode(), Suspended: rw.RSuspended, Resumed: rw.RResumed}},
 		Release: func(ctx context.Context) []error { return []error{rw.RUnlock(ctx)} },
 	}, nil
 }
@@ -155,7 +158,7 @@ func writeLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) {
 	}
 	return &Held{
 		Mode:    Exclusive,
-		Parts:   []Part{{Done: rw.Done(), Err: rw.Err, Token: rw.Token(), Node: rw.Node()}},
+		Parts:   []Part{{Done: rw.Done(), Err: rw.Err, Token: rw.Token(), Node: rw.Node(), Suspended: rw.Suspended, Resumed: rw.Resumed}},
 		Release: func(ctx context.Context) []error { return []error{rw.Unlock(ctx)} },
 	}, nil
 }
@@ -217,7 +220,7 @@ func semAdapter(name string, maxLeases int, take func(context.Context, *semaphor
 func leases(ls []*semaphore.Lease) *Held {
 	h := &Held{Mode: Lease}
 	for _, l := range ls {
-		h.Parts = append(h.Parts, Part{Done: l.Done(), Err: l.Err, Token: l.Token(), Node: l.Node()})
+		h.Parts = append(h.Parts, Part{Done: l.Done(), Err: l.Err, Token: l.Token(), Node: l.Node(), Suspended: l.Suspended, Resumed: l.Resumed})
 	}
 	h.Release = func(ctx context.Context) []error {
 		errs := make([]error, len(ls))
@@ -244,7 +247,7 @@ var Leader = &Adapter{
 			}
 			return &Held{
 				Mode:    Exclusive,
-				Parts:   []Part{{Done: e.Done(), Err: e.Err, Token: e.Token(), Node: e.Node()}},
+				Parts:   []Part{{Done: e.Done(), Err: e.Err, Token: e.Token(), Node: e.Node(), Suspended: e.Suspended, Resumed: e.Resumed}},
 				Release: func(ctx context.Context) []error { return []error{e.Resign(ctx)} },
 			}, nil
 		}, nil

@@ -13,6 +13,8 @@ import (
 //	t/o       acquires that ended by their context's deadline
 //	lost      holds ended by Done, by reason (s suspended, e expired,
 //	          d deleted, c closed)
+//	susp      suspensions of holds / of which the hold was kept (clients
+//	          that tolerate suspensions; "-": none)
 //	viol      violations of the recipe's rule or of token order
 //	leaked    nodes left behind
 //	over      the largest time an acquire / release that ended by its
@@ -24,10 +26,10 @@ import (
 func Table(rs []Result) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "fault\trecipe\tcycles\tholds\tt/o\tlost\tviol\tleaked\tover acq\tover rel\tproblems\texpired\trecov\tinj\t")
+	fmt.Fprintln(w, "fault\trecipe\tcycles\tholds\tt/o\tlost\tsusp\tviol\tleaked\tover acq\tover rel\tproblems\texpired\trecov\tinj\t")
 	for _, r := range rs {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t\n",
-			r.Fault, r.Recipe, r.Cycles, r.Holds, r.Timeouts, lostCell(r), len(r.Violations), len(r.Leaked),
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t\n",
+			r.Fault, r.Recipe, r.Cycles, r.Holds, r.Timeouts, lostCell(r), suspCell(r), len(r.Violations), len(r.Leaked),
 			over(r.MaxAcquireOver), over(r.MaxReleaseOver), len(r.Problems), r.NewSessions, r.Recovered, r.Injections)
 	}
 	w.Flush()
@@ -45,6 +47,13 @@ func lostCell(r Result) string {
 		}
 	}
 	return fmt.Sprintf("%d (%s)", r.Lost, strings.Join(parts, " "))
+}
+
+func suspCell(r Result) string {
+	if r.Suspended == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", r.Suspended, r.Kept)
 }
 
 func over(d time.Duration) string {
