@@ -59,51 +59,6 @@ type Client struct {
 	lastState zk.State
 }
 
-// epoch is a period of trust in one session: it begins when the client has a
-// session and ends (done closed, err set) when the session expires, the
-// client is closed, or the connection has been silent past the loss timeout.
-// Everything held is tied to the epoch in which it was verified, so one
-// closed channel tells every holder at once, however many there are.
-//
-// A client that tolerates suspensions ([WithSuspensionTolerance]) does not
-// end the epoch at the loss timeout: it suspends it, and resumes it when the
-// same session answers again.
-type epoch struct {
-	session int64
-	ctx     context.Context // ends with the epoch
-	end     context.CancelFunc
-	done    <-chan struct{} // ctx.Done()
-	err     error           // why it ended; set before done is closed
-	susp    *suspension     // in progress, or the next one; under Client.mu
-	nsusp   int             // suspensions begun; under Client.mu
-}
-
-// suspension is one silence of a tolerant client's session past the loss
-// timeout: begun is closed when it begins, over when the same session
-// answers again. An epoch that ends during a suspension leaves over open.
-type suspension struct {
-	begun chan struct{}
-	over  chan struct{}
-	began bool // under Client.mu
-}
-
-func newSuspension() *suspension {
-	return &suspension{begun: make(chan struct{}), over: make(chan struct{})}
-}
-
-func (c *Client) newEpoch(session int64) *epoch {
-	ctx, cancel := context.WithCancel(c.lifetime)
-	return &epoch{session: session, ctx: ctx, end: cancel, done: ctx.Done(), susp: newSuspension()}
-}
-
-func (e *epoch) ended() bool { return e.ctx.Err() != nil }
-
-// errPresumedExpired ends the epoch of a tolerant client that has heard
-// nothing for the whole session timeout: the server may have expired the
-// session, but has not said so, so the session may yet answer (and still
-// own the nodes of the holds lost with it, which are then cleaned up).
-var errPresumedExpired = fmt.Errorf("%w (presumed: nothing heard for the whole session timeout)", ErrSessionExpired)
-
 // Connect opens a session with the ZooKeeper servers ("host:port" each) and
 // returns when it is established, or with an error when ctx ends first (the
 // half-open connection is then closed). Bad input is refused before any I/O.
@@ -280,21 +235,6 @@ func (c *Client) currentEpoch() *epoch {
 	return c.cur
 }
 
-// suspension returns e's suspension in progress, or the next one to
-// begin, and how many of its suspensions began so far.
-func (c *Client) suspension(e *epoch) (s *suspension, begun int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return e.susp, e.nsusp
-}
-
-// suspended reports whether e is live and suspended now.
-func (c *Client) suspended(e *epoch) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !e.ended() && e.susp.began
-}
-
 // isClosed reports whether Close has been called.
 func (c *Client) isClosed() bool {
 	c.mu.Lock()
@@ -360,123 +300,6 @@ func (c *Client) endEpochLocked(e *epoch, err error) {
 	if !errors.Is(err, ErrClosed) {
 		c.log.Warn("zookeeper session no longer trusted; holders are told they lost ownership",
 			"session", fmt.Sprintf("0x%x", e.session), "reason", err)
-	}
-}
-
-// monotonic is the time since the client was made, on the monotonic clock.
-func (c *Client) monotonic() int64 { return int64(time.Since(c.clock)) }
-
-// heard notes that a server was heard from now.
-func (c *Client) heard() { c.heardAt(c.monotonic()) }
-
-// heardAt notes that a server was alive at sentAt (by monotonic): it
-// answered a request written then. Only answers to our own requests count:
-// bytes that merely arrive (watch notifications, or replies buffered
-// before the process was paused) prove nothing about the server now.
-func (c *Client) heardAt(sentAt int64) {
-	for {
-		last := c.lastHeard.Load()
-		if sentAt <= last || c.lastHeard.CompareAndSwap(last, sentAt) {
-			return
-		}
-	}
-}
-
-// silence is how long, on the monotonic clock, nothing was heard from a
-// server.
-func (c *Client) silence() time.Duration {
-	return time.Since(c.clock) - time.Duration(c.lastHeard.Load())
-}
-
-// suspendIfSilent judges the silence now, as the watchdog would at its next
-// tick: past the loss timeout, the current epoch ends (or, tolerating
-// suspensions, is suspended, and ends past the session timeout). It reports
-// whether the client was silent past the loss timeout.
-func (c *Client) suspendIfSilent() bool {
-	silent := c.silence()
-	if silent <= c.lossTimeout() {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.judgeSilenceLocked(silent)
-	return true
-}
-
-// judgeSilenceLocked applies the silence rules to the current epoch: past
-// the loss timeout it ends, with ErrConnectionSuspended; a tolerant client
-// suspends it instead, and ends it only past the whole session timeout.
-// c.mu is held.
-func (c *Client) judgeSilenceLocked(silent time.Duration) {
-	e := c.cur
-	if e == nil || e.ended() || silent <= c.lossTimeout() {
-		return
-	}
-	heard := silent.Round(time.Millisecond)
-	switch {
-	case !c.cfg.tolerateSuspension:
-		c.endEpochLocked(e, fmt.Errorf("%w (nothing heard for %v)", ErrConnectionSuspended, heard))
-	case silent > c.SessionTimeout():
-		c.endEpochLocked(e, fmt.Errorf("%w: nothing heard for %v", errPresumedExpired, heard))
-	case !e.susp.began:
-		e.susp.began = true
-		e.nsusp++
-		close(e.susp.begun)
-		c.stats.suspensions.Add(1)
-		c.log.Warn("zookeeper session suspended; holders must stop acting until it answers again",
-			"session", fmt.Sprintf("0x%x", e.session), "silence", heard)
-	}
-}
-
-// resumeLocked trusts the session again after a silence, once it answers
-// on the same session: a suspended epoch resumes (its holds check their
-// nodes before they clear); an epoch that ended for the silence is
-// replaced by a new one, and what was held stays lost. c.mu is held.
-func (c *Client) resumeLocked() {
-	e := c.cur
-	if e == nil || !c.isConn || c.conn.SessionID() != e.session {
-		return
-	}
-	switch {
-	case !e.ended() && e.susp.began:
-		close(e.susp.over)
-		e.susp = newSuspension()
-		c.log.Info("zookeeper session answers again; suspension over", "session", fmt.Sprintf("0x%x", e.session))
-	case e.ended() && (errors.Is(e.err, ErrConnectionSuspended) || errors.Is(e.err, errPresumedExpired)):
-		// The connection outlived the silence (a stalled server or a
-		// paused process) and the server answers again on the same
-		// session: trust it anew. What was held stays lost.
-		c.cur = c.newEpoch(e.session)
-		c.log.Debug("zookeeper session trusted again", "session", fmt.Sprintf("0x%x", e.session))
-	}
-}
-
-// watchdog ends (or, tolerating suspensions, suspends) the current epoch
-// when the client has heard nothing from any server for longer than the
-// loss timeout, and trusts the session again when it answers. go-zookeeper pings every third
-// of the session timeout, so a healthy connection is never silent that long;
-// the server can expire the session no sooner than about two thirds of the
-// session timeout after our last successful exchange, so with the default of
-// one half every holder is told first.
-func (c *Client) watchdog() {
-	for {
-		lt := c.lossTimeout()
-		tick := min(max(lt/20, 5*time.Millisecond), 250*time.Millisecond)
-		t := time.NewTimer(tick)
-		select {
-		case <-c.lifetime.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		silent := c.silence()
-		c.mu.Lock()
-		if silent > lt {
-			c.judgeSilenceLocked(silent)
-		} else if silent <= lt/2 {
-			c.resumeLocked()
-		}
-		c.mu.Unlock()
 	}
 }
 
