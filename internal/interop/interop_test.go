@@ -216,6 +216,8 @@ func TestCurator(t *testing.T) {
 		t.Run("readers-share/go-first", func(t *testing.T) { e.readersShare(t, false) })
 		t.Run("exclusion", func(t *testing.T) { e.exclusion(t, []kind{kindRead, kindWrite, kindRead}) })
 	})
+	t.Run("revocation/curator-revokes-go", e.curatorRevokesGo)
+	t.Run("revocation/go-revokes-curator", e.goRevokesCurator)
 }
 
 // round starts a case: a fresh path, an empty log, and a watcher's

@@ -9,6 +9,9 @@
 //	hold KIND PATH        acquire, append "enter ID KIND" to LOGFILE, print "held"
 //	release               append "exit ID KIND" to LOGFILE, release, print "released"
 //	loop KIND PATH N MS   N times: acquire, log enter, sleep MS, log exit, release; print "looped"
+//	hold-revocable PATH   acquire a revocable InterProcessMutex, print "held"; print
+//	                      "revoked" when asked to let go (from its listener)
+//	revoke NODEPATH       Revoker.attemptRevoke on a holder's node, print "revoke-sent"
 //	quit                  close the client and exit
 //
 // A failed command prints "error " and the reason.
@@ -23,6 +26,7 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class Contender {
@@ -80,6 +84,20 @@ public class Contender {
                         h.release();
                     }
                     reply("looped");
+                    break;
+                case "hold-revocable": {
+                    InterProcessMutex m = new InterProcessMutex(client, f[1]);
+                    m.makeRevocable(lock -> reply("revoked"));
+                    m.acquire();
+                    held = m::release;
+                    heldKind = "mutex";
+                    note("enter", heldKind);
+                    reply("held");
+                    break;
+                }
+                case "revoke":
+                    Revoker.attemptRevoke(client, f[1]);
+                    reply("revoke-sent");
                     break;
                 case "quit":
                     client.close();
