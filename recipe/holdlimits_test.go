@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -146,12 +147,16 @@ func TestWaitingOnAndHoldDuration(t *testing.T) {
 	path := zktest.UniquePath(t)
 	holder, err := mutex.New(tel.Client(t, srv.Addr()), path, mutex.WithData([]byte("billing-7")))
 	must(t, err)
-	waiter, err := mutex.New(tel.Client(t, srv.Addr()), path)
+	wc := tel.Client(t, srv.Addr())
+	waiter, err := mutex.New(wc, path)
 	must(t, err)
 	must(t, holder.Lock(ctx))
 	granted := make(chan error, 1)
 	go func() { granted <- waiter.Lock(ctx) }()
-	locktest.Queued(t, 2, holder.Participants)
+	// Waiting: its watch on the holder's node is set.
+	locktest.Eventually(t, 10*time.Second, "the waiter watching", func() bool {
+		return engine.Of(wc).Stats().Reads > 0
+	})
 	holderNode := holder.Node()
 	must(t, holder.Unlock(ctx))
 	must(t, <-granted)
