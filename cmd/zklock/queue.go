@@ -205,12 +205,9 @@ type listing struct {
 	Participants []entry `json:"participants"`
 }
 
-// queue reads the queue of path with every recipe's lock names.
-func queue(ctx context.Context, c *recipe.Client, path string, leases int) ([]entry, error) {
-	lk, err := queueLock(c, path, leases)
-	if err != nil {
-		return nil, err
-	}
+// queue reads the queue of lk (see queueLock); leases, when known, lets
+// lease holders be marked.
+func queue(ctx context.Context, lk *recipe.Lock, leases int) ([]entry, error) {
 	ps, err := lk.Participants(ctx)
 	if err != nil {
 		return nil, err
@@ -267,31 +264,18 @@ func newLsCommand() *command {
 		if isSet(cmd.fs, "leases") && leases < 1 {
 			return usageErr("--leases %d: must be at least 1", leases)
 		}
-		cfg, err := cmd.conn.resolve(p.getenv)
-		if err != nil {
-			return err
-		}
-		c, err := connect(cfg)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
-		defer cancel()
-		es, err := queue(ctx, c, path, leases)
-		if err != nil {
-			return zkError(err)
-		}
-		if asJSON {
+		return onQueue(cmd, p, path, leases, func(_ context.Context, _ *recipe.Lock, es []entry) error {
+			if !asJSON {
+				printTable(p, es)
+				return nil
+			}
 			enc := json.NewEncoder(p.stdout)
 			enc.SetIndent("", "  ")
 			if es == nil {
 				es = []entry{}
 			}
 			return enc.Encode(listing{Path: path, Participants: es})
-		}
-		printTable(p, es)
-		return nil
+		})
 	}
 	return cmd
 }
@@ -343,46 +327,54 @@ func newRmCommand() *command {
 		if node == "" || strings.ContainsRune(node, '/') {
 			return usageErr("NODE %q: want a node name as \"zklock ls\" shows it", node)
 		}
-		cfg, err := cmd.conn.resolve(p.getenv)
-		if err != nil {
-			return err
-		}
-		c, err := connect(cfg)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
-		defer cancel()
-		es, err := queue(ctx, c, path, 0)
-		if err != nil {
-			return zkError(err)
-		}
-		var found []entry
-		for _, e := range es {
-			if e.Node == node {
-				found = append(found, e)
+		return onQueue(cmd, p, path, 0, func(ctx context.Context, lk *recipe.Lock, es []entry) error {
+			var found []entry
+			for _, e := range es {
+				if e.Node == node {
+					found = append(found, e)
+				}
 			}
-		}
-		if len(found) == 0 {
-			return failf(exitConflict, "no node %s in the queue of %s", node, path)
-		}
-		if !force {
-			fmt.Fprintln(p.stdout, "would delete (run again with --force to delete):")
-			printTable(p, found)
+			if len(found) == 0 {
+				return failf(exitConflict, "no node %s in the queue of %s", node, path)
+			}
+			if !force {
+				fmt.Fprintln(p.stdout, "would delete (run again with --force to delete):")
+				printTable(p, found)
+				return nil
+			}
+			if err := lk.Evict(ctx, node); err != nil {
+				return zkError(fmt.Errorf("delete %s/%s: %w", path, node, err))
+			}
+			fmt.Fprintf(p.stdout, "deleted %s/%s\n", path, node)
 			return nil
-		}
-		lk, err := queueLock(c, path, 0)
-		if err == nil {
-			err = lk.Evict(ctx, node)
-		}
-		if err != nil {
-			return zkError(fmt.Errorf("delete %s/%s: %w", path, node, err))
-		}
-		fmt.Fprintf(p.stdout, "deleted %s/%s\n", path, node)
-		return nil
+		})
 	}
 	return cmd
+}
+
+// onQueue connects, reads the queue of path and calls fn with it and the
+// lock that read it, within queueTimeout.
+func onQueue(cmd *command, p *proc, path string, leases int, fn func(context.Context, *recipe.Lock, []entry) error) error {
+	cfg, err := cmd.conn.resolve(p.getenv)
+	if err != nil {
+		return err
+	}
+	c, err := connect(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
+	defer cancel()
+	lk, err := queueLock(c, path, leases)
+	if err != nil {
+		return zkError(err)
+	}
+	es, err := queue(ctx, lk, leases)
+	if err != nil {
+		return zkError(err)
+	}
+	return fn(ctx, lk, es)
 }
 
 // queueLock is the engine's view of every node of any kind in the lock
