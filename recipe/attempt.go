@@ -246,12 +246,29 @@ func (g group) run(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, a := range g {
-		if err := a.run(ctx); err != nil {
-			return err
+	for {
+		for _, a := range g {
+			if err := a.run(ctx); err != nil {
+				return err
+			}
+		}
+		// A node that held while a later one waited may have been lost
+		// meanwhile (its session expired, or went untrusted): hand out
+		// no hold that is already over. Such an attempt looks again, in
+		// the session trusted now, and the group waits once more.
+		again := false
+		for _, a := range g {
+			if a.ep.ended() || a.ownGone() {
+				if a.phase == held {
+					a.phase = verifying
+				}
+				again = true
+			}
+		}
+		if !again {
+			return nil
 		}
 	}
-	return nil
 }
 
 func (g group) holds() []*Hold {
