@@ -10,12 +10,15 @@ import (
 
 // checkSilence records the loss (or, tolerating suspensions, the
 // suspension) at once when the client has been silent past the loss
-// timeout, rather than when the watchdog next looks.
+// timeout, or the hold's epoch has ended, rather than when the watchdog or
+// the monitor next looks.
 func (h *Hold) checkSilence() {
 	c := h.l.c
-	if !c.suspendIfSilent() && !c.cfg.tolerateSuspension {
+	if !c.suspendIfSilent() && !c.cfg.tolerateSuspension && !h.ep.ended() {
 		return
 	}
+	// An epoch that ended (expiry, suspension, close) is reported now,
+	// not when the monitor goroutine next runs.
 	switch {
 	case h.ep.ended():
 		h.lose(h.ep.err)
