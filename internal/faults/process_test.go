@@ -3,30 +3,15 @@
 package faults_test
 
 import (
-	"bytes"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"text/tabwriter"
-	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/faults"
-	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
 )
-
-// procSession is the session timeout of every holder process.
-const procSession = 2 * time.Second
 
 // procRuns is how many kills and how many pauses each variant gets: a
 // short run by default, 20 of each with FAULTS_PROCS=full (make
@@ -36,20 +21,6 @@ func procRuns() int {
 		return 20
 	}
 	return 5
-}
-
-// procVariants are the recipes the process tests run: holder i of a
-// variant takes recipes[i%2], so in rwlock-read-write a reader is killed
-// or paused with a writer queued behind it, and the other way round.
-var procVariants = []struct {
-	name    string
-	recipes [2]string
-}{
-	{"mutex", [2]string{"mutex", "mutex"}},
-	{"rwlock-write", [2]string{"rwlock-write", "rwlock-write"}},
-	{"rwlock-read-write", [2]string{"rwlock-read", "rwlock-write"}},
-	{"semaphore-1", [2]string{"semaphore-1", "semaphore-1"}},
-	{"leader", [2]string{"leader", "leader"}},
 }
 
 // TestProcesses runs holders as real OS processes (internal/faults/
@@ -75,469 +46,42 @@ var procVariants = []struct {
 // the resume-to-signal times), and the package's TestMain stays as it is.
 func TestProcesses(t *testing.T) {
 	srv := zktest.Shared(t)
-	bin := buildHolder(t)
+	bin, err := faults.BuildHolder(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	runs := procRuns()
 	var mu sync.Mutex
-	var rows []procRow
-	add := func(r procRow) {
+	var rows []faults.ProcRow
+	add := func(r faults.ProcRow) {
 		mu.Lock()
 		rows = append(rows, r)
 		mu.Unlock()
 	}
 	t.Cleanup(func() {
-		slices.SortFunc(rows, func(a, b procRow) int { return strings.Compare(a.scenario+a.variant, b.scenario+b.variant) })
-		t.Logf("process faults, %d runs per recipe and scenario, %v sessions:\n%s", runs, procSession, procTable(rows))
+		slices.SortFunc(rows, func(a, b faults.ProcRow) int { return strings.Compare(a.Scenario+a.Variant, b.Scenario+b.Variant) })
+		t.Logf("process faults, %d runs per recipe and scenario, %v sessions:\n%s", runs, faults.ProcSession, faults.ProcTable(rows))
 	})
 	scenarios := []struct {
 		name string
-		run  func(r *procRig, recipes [2]string, path string, runs int) procRow
+		run  func(r *faults.ProcRig, recipes [2]string, path string, runs int) faults.ProcRow
 	}{
-		{"kill", (*procRig).killLoop},
-		{"stop", (*procRig).stopRuns},
+		{"kill", (*faults.ProcRig).KillLoop},
+		{"stop", (*faults.ProcRig).StopRuns},
 	}
 	for _, sc := range scenarios {
-		for _, v := range procVariants {
-			t.Run(sc.name+"/"+v.name, func(t *testing.T) {
+		for _, v := range faults.ProcVariants {
+			t.Run(sc.name+"/"+v.Name, func(t *testing.T) {
 				t.Parallel()
-				row := sc.run(newProcRig(t, bin, srv.Addr()), v.recipes, zktest.UniquePath(t), runs)
-				row.variant = v.name
+				rig, err := faults.NewProcRig(t, bin, srv.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(rig.Close)
+				row := sc.run(rig, v.Recipes, zktest.UniquePath(t), runs)
+				row.Variant = v.Name
 				add(row)
 			})
-		}
-	}
-}
-
-// buildHolder builds internal/faults/holderproc into a directory removed
-// when the test ends.
-func buildHolder(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "holderproc")
-	cmd := exec.Command("go", "build", "-o", out, "./holderproc")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./holderproc: %v\n%s", err, b)
-	}
-	return out
-}
-
-// procRow is one line of the results table.
-type procRow struct {
-	scenario, variant string
-	runs              int
-	grants            int
-	overlaps          int // holds that overlapped as the store saw them, or grants while an older node was still there
-	interleaved       int // writes of an older holder after a newer one's
-	refused           int // writes and probes the store refused
-	probes            int // deliberate writes under a lost token (all must be refused)
-	afterResume       int // writes that reached the store after SIGCONT
-	checkedAfter      int // of those, writes whose loss check began after SIGCONT
-	inFlight          int // of those, writes whose loss check began before SIGCONT
-	reasons           map[string]int
-	toGrant           []time.Duration // kill: SIGKILL to the next grant
-	toSignal          []time.Duration // stop: SIGCONT to the holder seeing the loss
-	stopped           []time.Duration // stop: how long the holder was stopped
-}
-
-// procTable renders the rows.
-func procTable(rows []procRow) string {
-	var b strings.Builder
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "scenario\trecipe\truns\tgrants\toverlap\tinterleaved\trefused (probes)\twrites after resume (checked before / after resume)\tloss seen as\tkill->grant min/p50/max\tresume->signal min/p50/max\tstopped min/max\t")
-	for _, r := range rows {
-		var reasons []string
-		for k, n := range r.reasons {
-			reasons = append(reasons, fmt.Sprintf("%s %d", k, n))
-		}
-		slices.Sort(reasons)
-		stopped := "-"
-		if len(r.stopped) > 0 {
-			stopped = fmt.Sprintf("%v/%v", slices.Min(r.stopped).Round(time.Millisecond), slices.Max(r.stopped).Round(time.Millisecond))
-		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d (%d)\t%d (%d/%d)\t%s\t%s\t%s\t%s\t\n",
-			r.scenario, r.variant, r.runs, r.grants, r.overlaps, r.interleaved, r.refused, r.probes,
-			r.afterResume, r.inFlight, r.checkedAfter, strings.Join(reasons, ", "), spread(r.toGrant, time.Millisecond),
-			spread(r.toSignal, 10*time.Microsecond), stopped)
-	}
-	w.Flush()
-	return b.String()
-}
-
-// spread renders min/p50/max of ds, rounded to unit.
-func spread(ds []time.Duration, unit time.Duration) string {
-	if len(ds) == 0 {
-		return "-"
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return fmt.Sprintf("%v/%v/%v", s[0].Round(unit), s[len(s)/2].Round(unit), s[len(s)-1].Round(unit))
-}
-
-// procRig is one subtest's store, processes and raw connection.
-type procRig struct {
-	t     *testing.T
-	bin   string
-	addr  string
-	store *faults.TokenStore
-	raw   *zk.Conn
-	procs []*holderProc
-}
-
-// holderProc is one holder process.
-type holderProc struct {
-	id     int
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr bytes.Buffer // read only after exited is closed
-	exited chan struct{}
-	err    error
-}
-
-func newProcRig(t *testing.T, bin, addr string) *procRig {
-	// A short directory: a unix socket's path is limited to about 100 bytes.
-	dir, err := os.MkdirTemp("", "zkprocs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	st, err := faults.ListenStore(filepath.Join(dir, "store"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	r := &procRig{t: t, bin: bin, addr: addr, store: st, raw: zktest.Connect(t, addr)}
-	t.Cleanup(r.stopAll)
-	return r
-}
-
-// spawn starts a holder of recipe on path.
-func (r *procRig) spawn(recipe, path string) *holderProc {
-	r.t.Helper()
-	p := &holderProc{id: len(r.procs), exited: make(chan struct{})}
-	p.cmd = exec.Command(r.bin, "-zk", r.addr, "-path", path, "-recipe", recipe, "-store", r.store.Addr(),
-		"-id", strconv.Itoa(p.id), "-session", procSession.String())
-	p.cmd.SysProcAttr = holderProcAttr()
-	p.cmd.Stderr = &p.stderr
-	stdin, err := p.cmd.StdinPipe()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	p.stdin = stdin
-	if err := p.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	r.procs = append(r.procs, p)
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	return p
-}
-
-// stopAll ends every holder still running: continued if stopped, told to
-// release (its standard input closed), killed by pid if it has not ended
-// 5s later.
-func (r *procRig) stopAll() {
-	for _, p := range r.procs {
-		select {
-		case <-p.exited:
-			continue
-		default:
-		}
-		p.cmd.Process.Signal(syscall.SIGCONT)
-		p.stdin.Close()
-	}
-	for _, p := range r.procs {
-		select {
-		case <-p.exited:
-		case <-time.After(5 * time.Second):
-			p.cmd.Process.Kill()
-			<-p.exited
-		}
-	}
-}
-
-// signal sends sig to p, by its pid.
-func (r *procRig) signal(p *holderProc, sig syscall.Signal) {
-	r.t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		r.t.Fatalf("holder %d (pid %d): %v: %v", p.id, p.cmd.Process.Pid, sig, err)
-	}
-}
-
-// exit waits (up to 10s) for p to end.
-func (r *procRig) exit(p *holderProc) {
-	r.t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		r.t.Fatalf("holder %d (pid %d) still running 10s after it was told to end", p.id, p.cmd.Process.Pid)
-	}
-}
-
-// release tells p to release and end, and waits for it.
-func (r *procRig) release(p *holderProc) {
-	r.t.Helper()
-	p.stdin.Close()
-	r.exit(p)
-	if p.err != nil {
-		r.t.Errorf("holder %d: %v\n%s", p.id, p.err, p.stderr.String())
-	}
-}
-
-// until waits for cond, failing at once if one of the must-run processes
-// ended.
-func (r *procRig) until(timeout time.Duration, what string, cond func() bool, running ...*holderProc) {
-	r.t.Helper()
-	locktest.Eventually(r.t, timeout, what, func() bool {
-		for _, p := range running {
-			select {
-			case <-p.exited:
-				r.t.Fatalf("holder %d ended while waiting for %s: %v\n%s", p.id, what, p.err, p.stderr.String())
-			default:
-			}
-		}
-		return cond()
-	})
-}
-
-// granted waits until p is granted and has made n accepted writes.
-func (r *procRig) granted(p *holderProc, n int, timeout time.Duration) *faults.StoreEvent {
-	r.t.Helper()
-	r.until(timeout, fmt.Sprintf("holder %d granted, %d writes", p.id, n), func() bool {
-		return r.store.Holder(p.id).Accepted >= n
-	}, p)
-	return r.store.Holder(p.id).Last[faults.MsgGrant]
-}
-
-// queued waits until path has n children.
-func (r *procRig) queued(path string, n int, running ...*holderProc) {
-	r.t.Helper()
-	r.until(10*time.Second, fmt.Sprintf("%d nodes in %s", n, path), func() bool {
-		return len(locktest.Children(r.t, r.raw, path)) == n
-	}, running...)
-}
-
-// expiryBound bounds the wait for a grant that needs a session to expire.
-const expiryBound = 4*procSession + 10*time.Second
-
-// killLoop kills the holder kills times, with two more processes queued
-// each time, and checks the grants and writes the store saw.
-func (r *procRig) killLoop(recipes [2]string, path string, kills int) procRow {
-	t := r.t
-	row := procRow{scenario: "kill", runs: kills, reasons: map[string]int{}}
-	var live []*holderProc
-	killedAt := map[int]time.Time{}
-	var cur *holderProc
-	for k := range kills {
-		for len(live) < 3 {
-			live = append(live, r.spawn(recipes[len(r.procs)%2], path))
-			r.queued(path, len(live), live...)
-		}
-		if cur == nil {
-			cur = live[0]
-			r.granted(cur, 5, 10*time.Second)
-		}
-		tk := time.Now()
-		r.signal(cur, syscall.SIGKILL)
-		r.exit(cur)
-		killed := cur
-		killedAt[killed.id] = tk
-		live = live[1:]
-		cur = live[0]
-		g := r.granted(cur, 5, expiryBound)
-		row.toGrant = append(row.toGrant, g.At.Sub(tk))
-		t.Logf("kill %d: holder %d killed, holder %d granted %v later (token %d)", k+1, killed.id, cur.id, g.At.Sub(tk).Round(time.Millisecond), g.Token)
-	}
-	for _, p := range live[1:] {
-		r.release(p)
-	}
-	r.release(cur)
-	r.checkLog(&row, killedAt, nil)
-	return row
-}
-
-// stopRuns pauses a holder past its session timeout runs times, each on a
-// lock of its own under base, with a second process waiting behind it.
-func (r *procRig) stopRuns(recipes [2]string, base string, runs int) procRow {
-	t := r.t
-	row := procRow{scenario: "stop", runs: runs, reasons: map[string]int{}}
-	excused := map[[2]int]bool{} // {holder, write}: writes in flight across a pause
-	for run := range runs {
-		path := fmt.Sprintf("%s/%02d", base, run)
-		a := r.spawn(recipes[0], path)
-		r.granted(a, 5, 10*time.Second)
-		b := r.spawn(recipes[1], path)
-		r.queued(path, 2, a, b)
-
-		tsWall := time.Now().UnixNano()
-		ts := time.Now()
-		r.signal(a, syscall.SIGSTOP)
-		r.granted(b, 3, expiryBound)
-		if d := time.Since(ts); d < procSession {
-			time.Sleep(procSession - d)
-		}
-		tcWall := time.Now().UnixNano()
-		tc := time.Now()
-		r.signal(a, syscall.SIGCONT)
-		row.stopped = append(row.stopped, tc.Sub(ts))
-		r.exit(a)
-		r.release(b)
-
-		after := 0
-		for _, ev := range r.store.Events() {
-			if ev.ID != a.id || ev.Kind != faults.MsgWrite || !ev.At.After(tc) {
-				continue
-			}
-			after++
-			what := fmt.Sprintf("run %d: holder %d (%s) wrote after the resume: write %d, token %d, accepted %v, reached the store %v after SIGCONT; its loss check began %v and passed %v after SIGSTOP (stopped %v)",
-				run, a.id, recipes[0], ev.Seq, ev.Token, ev.Accepted, ev.At.Sub(tc),
-				time.Duration(ev.Checked-tsWall), time.Duration(ev.Wall-tsWall), tc.Sub(ts).Round(time.Millisecond))
-			what += "; reads from ZooKeeper since SIGSTOP, after SIGCONT: " + readsSince(ev.Reads, tsWall, tcWall)
-			switch {
-			case ev.Checked > tcWall:
-				// Err and Done said "held" after the resume: the library's fault.
-				row.checkedAfter++
-				t.Errorf("%s: checked after the resume", what)
-			case ev.Wall < tcWall:
-				// Its check passed before the stop took effect (a signal
-				// takes effect a little after it is sent), its write went
-				// out after the resume: no library can close that gap; the
-				// store's fencing must (and did, unless reported above).
-				row.inFlight++
-				excused[[2]int{a.id, ev.Seq}] = true
-				t.Logf("%s: checked before the stop took effect, written after the resume", what)
-			default:
-				// Stopped inside its check: whether Err read the clock
-				// before the stop or after the resume cannot be told from
-				// here; the reads listed show whether anything could have
-				// reset the silence.
-				row.inFlight++
-				excused[[2]int{a.id, ev.Seq}] = true
-				t.Logf("%s: stopped during its check", what)
-			}
-		}
-		row.afterResume += after
-		hs := r.store.Holder(a.id)
-		lost := hs.Last[faults.MsgLost]
-		if lost == nil {
-			if hs.Last[faults.MsgFenced] != nil {
-				row.reasons["fenced"]++
-			}
-			if after == 0 {
-				t.Errorf("run %d: holder %d (%s) did not see its loss after the resume: %v\n%s", run, a.id, recipes[0], a.err, a.stderr.String())
-			}
-			continue
-		}
-		row.toSignal = append(row.toSignal, time.Duration(lost.Wall-tcWall))
-		row.reasons[lossKind(lost.Err)]++
-		t.Logf("run %d: holder %d stopped %v; resumed, it saw the loss %v later (%s); %d writes after the resume; reads from ZooKeeper since SIGSTOP, after SIGCONT: %s",
-			run, a.id, tc.Sub(ts).Round(time.Millisecond), time.Duration(lost.Wall-tcWall), lost.Err, after, readsSince(lost.Reads, tsWall, tcWall))
-	}
-	r.checkLog(&row, nil, excused)
-	return row
-}
-
-// readsSince lists the reads that returned after from, each with its time
-// after at.
-func readsSince(reads []faults.WireRead, from, at int64) string {
-	var out []string
-	for _, r := range reads {
-		if r.Wall > from {
-			out = append(out, fmt.Sprintf("%v %s", time.Duration(r.Wall-at), r))
-		}
-	}
-	if len(out) == 0 {
-		return "none"
-	}
-	return strings.Join(out, ", ")
-}
-
-// lossKind names the reason of a loss error.
-func lossKind(msg string) string {
-	for _, k := range []string{"connection suspended", "session expired", "node deleted", "closed"} {
-		if strings.Contains(msg, k) {
-			return strings.Fields(k)[0]
-		}
-	}
-	return msg
-}
-
-// checkLog checks the store's log: grants in token order, each granted
-// only after the holders before it had gone (their nodes absent from the
-// listing right after the grant, and, for killed holders, the kill before
-// the grant), writes of one holder at a time in grant order, every probe
-// refused and no other write refused but the excused ones (writes in
-// flight across a pause, keyed by holder and write number).
-func (r *procRig) checkLog(row *procRow, killedAt map[int]time.Time, excused map[[2]int]bool) {
-	t := r.t
-	evs := r.store.Events()
-	var grants []faults.StoreEvent
-	for _, ev := range evs {
-		switch ev.Kind {
-		case faults.MsgGrant:
-			grants = append(grants, ev)
-		case faults.MsgFailed:
-			t.Errorf("holder %d failed: %s", ev.ID, ev.Err)
-		}
-	}
-	row.grants = len(grants)
-	order := map[int]int{} // holder id -> rank of its grant
-	for i, g := range grants {
-		order[g.ID] = i
-		if i == 0 {
-			continue
-		}
-		prev := grants[i-1]
-		if g.Token <= prev.Token {
-			t.Errorf("holder %d granted with token %d after holder %d with token %d", g.ID, g.Token, prev.ID, prev.Token)
-		}
-		if killedAt != nil && !killedAt[prev.ID].Before(g.At) {
-			row.overlaps++
-			t.Errorf("holder %d granted before holder %d was killed", g.ID, prev.ID)
-		}
-		for _, old := range grants[:i] {
-			if slices.Contains(g.Nodes, old.Node) {
-				row.overlaps++
-				t.Errorf("holder %d granted while node %s of holder %d was still there: %v", g.ID, old.Node, old.ID, g.Nodes)
-			}
-		}
-	}
-	last := -1 // grant rank of the newest writer so far
-	var lastToken int64
-	for _, ev := range evs {
-		if ev.Kind != faults.MsgWrite && ev.Kind != faults.MsgProbe {
-			continue
-		}
-		if !ev.Accepted {
-			row.refused++
-		}
-		if ev.Kind == faults.MsgProbe {
-			row.probes++
-			if ev.Accepted {
-				t.Errorf("the store accepted holder %d's write under its lost token %d", ev.ID, ev.Token)
-			}
-			continue
-		}
-		if excused[[2]int{ev.ID, ev.Seq}] {
-			continue
-		}
-		if !ev.Accepted {
-			t.Errorf("the store refused holder %d's write %d under token %d", ev.ID, ev.Seq, ev.Token)
-		}
-		rank, ok := order[ev.ID]
-		switch {
-		case !ok:
-			t.Errorf("holder %d wrote without a grant", ev.ID)
-		case rank < last:
-			row.interleaved++
-			t.Errorf("holder %d wrote (write %d) after a later holder had written", ev.ID, ev.Seq)
-		default:
-			last = rank
-		}
-		if ev.Accepted {
-			if ev.Token < lastToken {
-				t.Errorf("accepted tokens went down: %d after %d", ev.Token, lastToken)
-			}
-			lastToken = ev.Token
 		}
 	}
 }

@@ -6,9 +6,26 @@
 // property is checked: no safety violation, no node left behind, no call
 // past its context's bound, only documented errors.
 //
+// Some episodes, drawn at random like the faults, run holders as
+// operating-system processes instead (internal/faults/holderproc, built
+// once at the start): a few processes contend on a path of the standalone
+// server, each writing to a fenced store under its token, and the holder
+// is killed (SIGKILL) or paused past its session (SIGSTOP, SIGCONT), with
+// the checks of the process tests (faults.ProcRig): no double grant, no
+// write after the resume whose loss check began after it, every probe
+// under a lost token refused, no node left behind.
+//
+// Every minute it prints the cycles so far, the heap (runtime HeapAlloc
+// and HeapInuse, read without forcing a collection) and the goroutines.
+// At the end the curve must be flat: the largest HeapAlloc of the last
+// third of the samples at most twice the largest of the first third, the
+// most goroutines of the last third at most 1.5 times the most of the
+// first third, and, once every client has closed, no more goroutines than
+// before the first one opened.
+//
 // It prints a line per episode and a table at the end, and exits with
-// status 1 if any property failed (or goroutines outlived the run), 2 if
-// it could not run.
+// status 1 if any property failed (or the curve was not flat, or
+// goroutines outlived the run), 2 if it could not run.
 //
 //	go run ./internal/soak -duration 10m
 package main
@@ -26,6 +43,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -90,6 +108,22 @@ func run() int {
 			all = append(all, c)
 		}
 	}
+	bindir, err := os.MkdirTemp("", "soakbin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		return 2
+	}
+	defer os.RemoveAll(bindir)
+	bin, err := faults.BuildHolder(bindir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		for _, c := range all {
+			c.Close()
+		}
+		return 2
+	}
+	procs := newProcFaults(bin, st.standalone, logf)
+	allFaults := append(append([]*faults.Fault(nil), faults.Faults...), procs.faults...)
 	goroutinesOpen := runtime.NumGoroutine()
 
 	rng := mrand.New(mrand.NewPCG(*seed, 0))
@@ -100,12 +134,16 @@ func run() int {
 	harnessErrs, episodes := 0, 0
 	begin := time.Now()
 	deadline := begin.Add(*duration)
+	var cyclesSoFar atomic.Int64
+	curveDone := make(chan struct{})
+	curveStopped := make(chan []sample)
+	go func() { curveStopped <- curve(begin, &cyclesSoFar, curveDone, logf) }()
 	for n := 1; ctx.Err() == nil; n++ {
 		left := time.Until(deadline)
 		if left < 5*time.Second {
 			break
 		}
-		f := faults.Faults[rng.IntN(len(faults.Faults))]
+		f := allFaults[rng.IntN(len(allFaults))]
 		tg := st.standalone
 		if f.On == faults.OnEnsemble {
 			tg = st.ensemble
@@ -119,7 +157,11 @@ func run() int {
 		env := &faults.Env{Target: tg, Cells: cells[tg], Rng: mrand.New(mrand.NewPCG(*seed, uint64(n))), Logf: func(format string, args ...any) {
 			logf("  "+format, args...)
 		}}
+		procs.next(rng)
 		results, injected, err := faults.Episode(ctx, f, env, others, min(*episode, left))
+		if r, ok := procs.take(f); ok {
+			results = append(results, r)
+		}
 		if err != nil {
 			harnessErrs++
 			logf("soak: HARNESS ERROR injecting or healing %q: %v", f.Name, err)
@@ -138,6 +180,7 @@ func run() int {
 			ep.Merge(r)
 		}
 		sum.Merge(ep)
+		cyclesSoFar.Store(int64(sum.Cycles))
 		logf("episode %d [%v]: %s on %s x%d | cycles %d (total %d) | lost %d | violations %d | leaked %d | problems %d | goroutines %d",
 			n, time.Since(begin).Round(time.Second), f.Name, strings.Fields(tg.Name)[0], injected,
 			ep.Cycles, sum.Cycles, ep.Lost, len(ep.Violations), len(ep.Leaked), len(ep.Problems), runtime.NumGoroutine())
@@ -146,6 +189,8 @@ func run() int {
 		}
 	}
 	ran := time.Since(begin)
+	close(curveDone)
+	samples := <-curveStopped
 	goroutinesEnd := runtime.NumGoroutine()
 
 	for _, c := range all {
@@ -170,7 +215,7 @@ func run() int {
 		goroutinesAfter = runtime.NumGoroutine()
 	}
 
-	sort.SliceStable(order, func(i, j int) bool { return faultIndex(order[i]) < faultIndex(order[j]) })
+	sort.SliceStable(order, func(i, j int) bool { return faultIndex(allFaults, order[i]) < faultIndex(allFaults, order[j]) })
 	var rows []faults.Result
 	for _, k := range order {
 		r := *totals[k]
@@ -178,7 +223,7 @@ func run() int {
 		rows = append(rows, r)
 	}
 	var faultNames []string
-	for _, f := range faults.Faults {
+	for _, f := range allFaults {
 		if injections[f.Name] > 0 {
 			faultNames = append(faultNames, fmt.Sprintf("%s x%d", f.Key, injections[f.Name]))
 		}
@@ -199,7 +244,9 @@ func run() int {
 	for _, l := range closedLeaks {
 		fmt.Println("  LEAK:", l)
 	}
-	failed := len(sum.Violations) > 0 || leaked > 0 || len(sum.Problems) > 0 || harnessErrs > 0 || goroutinesAfter > goroutinesBefore
+	flat := flatCheck(samples)
+	fmt.Printf("curve:              %s\n", flat.what)
+	failed := len(sum.Violations) > 0 || leaked > 0 || len(sum.Problems) > 0 || harnessErrs > 0 || goroutinesAfter > goroutinesBefore || !flat.ok
 	if failed {
 		if goroutinesAfter > goroutinesBefore {
 			fmt.Printf("FAIL: %d goroutines outlived the run\n", goroutinesAfter-goroutinesBefore)
@@ -211,14 +258,14 @@ func run() int {
 	return 0
 }
 
-func faultIndex(key string) int {
+func faultIndex(fs []*faults.Fault, key string) int {
 	name, _, _ := strings.Cut(key, "\x00")
-	for i, f := range faults.Faults {
+	for i, f := range fs {
 		if f.Name == name {
 			return i
 		}
 	}
-	return len(faults.Faults)
+	return len(fs)
 }
 
 func randHex() string {

@@ -1,9 +1,9 @@
-package faults_test
+package faults
 
 import "syscall"
 
 // holderProcAttr has the kernel kill a holder process when the test
-// process dies, so an interrupted run leaves none behind.
+// process dies, so an interrupted run or soak leaves none behind.
 func holderProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
