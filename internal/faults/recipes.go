@@ -84,16 +84,7 @@ var Mutex = &Adapter{
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context, _ *rand.Rand) (*Held, error) {
-			if err := m.Lock(ctx); err != nil {
-				return nil, err
-			}
-			return &Held{
-				Mode:    Exclusive,
-				Parts:   []Part{{Done: m.Done(), Err: m.Err, Token: m.Token(), Node: m.Node(), Suspended: m.Suspended, Resumed: m.Resumed}},
-				Release: func(ctx context.Context) []error { return []error{m.Unlock(ctx)} },
-			}, nil
-		}, nil
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return takeExclusive(ctx, m) }, nil
 	},
 }
 
@@ -152,14 +143,30 @@ func readLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) {
 }
 
 // writeLock takes rw's write lock.
-func writeLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) {
-	if err := rw.Lock(ctx); err != nil {
+func writeLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) { return takeExclusive(ctx, rw) }
+
+// exclusive is what a mutex and the write side of a read/write lock have
+// in common.
+type exclusive interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+	Done() <-chan struct{}
+	Err() error
+	Token() int64
+	Node() string
+	Suspended() <-chan struct{}
+	Resumed() <-chan struct{}
+}
+
+// takeExclusive takes x and describes the hold.
+func takeExclusive(ctx context.Context, x exclusive) (*Held, error) {
+	if err := x.Lock(ctx); err != nil {
 		return nil, err
 	}
 	return &Held{
 		Mode:    Exclusive,
-		Parts:   []Part{{Done: rw.Done(), Err: rw.Err, Token: rw.Token(), Node: rw.Node(), Suspended: rw.Suspended, Resumed: rw.Resumed}},
-		Release: func(ctx context.Context) []error { return []error{rw.Unlock(ctx)} },
+		Parts:   []Part{{Done: x.Done(), Err: x.Err, Token: x.Token(), Node: x.Node(), Suspended: x.Suspended, Resumed: x.Resumed}},
+		Release: func(ctx context.Context) []error { return []error{x.Unlock(ctx)} },
 	}, nil
 }
 
