@@ -232,8 +232,11 @@ func TestDoContext(t *testing.T) {
 			}
 			calls := 0
 			start := time.Now()
+			_, deadline := ctx.Deadline()
 			err := DoNotify(ctx, tt.p, func(ctx context.Context) error {
-				if ctx.Err() != nil {
+				// A deadline can pass between DoNotify's check and the
+				// call; a cancellation by the test cannot.
+				if ctx.Err() != nil && !deadline {
 					t.Errorf("fn called with a done context")
 				}
 				calls++
