@@ -248,18 +248,16 @@ var Leader = &Adapter{
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context, _ *rand.Rand) (*Held, error) {
-			if err := e.Campaign(ctx); err != nil {
-				return nil, err
-			}
-			return &Held{
-				Mode:    Exclusive,
-				Parts:   []Part{{Done: e.Done(), Err: e.Err, Token: e.Token(), Node: e.Node(), Suspended: e.Suspended, Resumed: e.Resumed}},
-				Release: func(ctx context.Context) []error { return []error{e.Resign(ctx)} },
-			}, nil
-		}, nil
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return takeExclusive(ctx, term{e}) }, nil
 	},
 }
+
+// term is an election seen as an exclusive lock: a campaign takes it, a
+// resignation releases it.
+type term struct{ *leader.Election }
+
+func (t term) Lock(ctx context.Context) error   { return t.Campaign(ctx) }
+func (t term) Unlock(ctx context.Context) error { return t.Resign(ctx) }
 
 // LeaderRun is leader.Election.Run as an acquire: the hold is one term
 // (Done is the term's context), and Release cancels Run's context, so
