@@ -233,12 +233,13 @@ func (h *Hold) lose(reason error) {
 		h.mu.Unlock()
 		return
 	}
-	h.endLocked(lostError(reason))
-	h.mu.Unlock()
+	// Counted before Done closes, so that whoever Done wakes sees it.
 	c := h.l.c
 	c.stats.lost.Add(1)
 	c.ins.losses.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
 		telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrReason.String(lossReason(reason)))))
+	h.endLocked(lostError(reason))
+	h.mu.Unlock()
 	c.log.Warn("lock lost", "path", h.l.dir, "node", h.node, "reason", reason)
 	if mayStillOwn(reason) {
 		c.cleanup(h.cleanupJob())
@@ -349,7 +350,7 @@ func (h *Hold) end(err error) { h.endLocked(err) }
 // the hold is not shared yet) and h.err is nil.
 func (h *Hold) endLocked(err error) {
 	h.err = err
-	close(h.done)
+	defer close(h.done) // after the metrics: whoever Done wakes sees them
 	ctx := context.Background()
 	h.l.c.ins.holders.Add(ctx, -1, h.l.attrs)
 	end := "lost"

@@ -334,8 +334,20 @@ func TestCLI(t *testing.T) {
 		path := zktest.UniquePath(t)
 		rw := zktest.UniquePath(t) + "-rw"
 		for _, p := range []string{path, rw} {
-			if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-				t.Fatal(err)
+			// The tests' parent is a container the server may reap while
+			// empty: create it again when it is gone.
+			for try := 0; ; try++ {
+				_, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+				if errors.Is(err, zk.ErrNoNode) && try < 5 {
+					if _, err := conn.Create(parentDir(p), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+						t.Fatal(err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				break
 			}
 		}
 		create := func(dir, name, data string) {
@@ -532,3 +544,6 @@ func curatorCommand(t *testing.T) *exec.Cmd {
 	}
 	return exec.Command(java, "-cp", strings.Join(cp, ":"), filepath.Join("testdata", "CuratorHold.java"))
 }
+
+// parentDir returns the parent of the ZooKeeper path p.
+func parentDir(p string) string { return p[:strings.LastIndex(p, "/")] }
