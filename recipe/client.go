@@ -43,6 +43,7 @@ type Client struct {
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
 	wireSession   atomic.Int64 // session id of the last connect response
 	zxids         createZxids  // zxids of create replies, by returned path
+	createWrites  createWrites // creates written to the wire, for reads sent behind them
 	stats         stats
 	lifetime      context.Context // cancelled by Close
 	cancelLife    context.CancelFunc

@@ -36,7 +36,7 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 			return nil, err
 		}
 		c.dials.Add(1)
-		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, proof: c.heardAt, now: c.monotonic}}, nil
+		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, written: &c.createWrites, proof: c.heardAt, now: c.monotonic}}, nil
 	}
 }
 

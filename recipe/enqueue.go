@@ -30,11 +30,11 @@ func enqueue(ctx context.Context, as []*attempt) (progress bool, err error) {
 		paths[i] = join(l.dir, a.prefix+l.spec.LockName)
 	}
 	for tries := 0; ; tries++ {
-		sid := l.c.conn.SessionID()
+		sid, ep := l.c.conn.SessionID(), l.c.currentEpoch()
 		for _, a := range as {
 			a.created, a.session = createUnknown, sid
 		}
-		created, zxids, inflight, err := l.c.createNodes(ctx, paths, l.data)
+		created, zxids, read, inflight, err := l.c.createNodes(ctx, paths, l.data, l.dir, l.spec.DirData != nil)
 		switch {
 		case inflight != nil:
 			// ctx ended with the create in flight: cleanup will wait for it.
@@ -45,6 +45,9 @@ func enqueue(ctx context.Context, as []*attempt) (progress bool, err error) {
 		case err == nil:
 			for i, a := range as {
 				a.node, a.token, a.created, a.phase = baseOf(created[i]), zxids[i], createdHere, verifying
+			}
+			if read != nil {
+				return true, as[0].takeRead(ep, read)
 			}
 			return true, nil
 		case retry.Retryable(err):

@@ -108,43 +108,114 @@ func (c *Client) delete(ctx context.Context, path string) error {
 // When ctx ends before the reply, it returns ctx's error and a channel
 // closed once the request has finished, so cleanup can then look for the
 // nodes.
-func (c *Client) createNodes(ctx context.Context, paths []string, data []byte) ([]string, []int64, <-chan struct{}, error) {
-	const flags = zk.FlagEphemeral | zk.FlagSequence
+//
+// A single create carries the reads of the queue in its round trip: see
+// createThenRead. read is nil for a transaction.
+func (c *Client) createNodes(ctx context.Context, paths []string, data []byte, dir string, readDir bool) (created []string, zxids []int64, read *queueRead, inflight <-chan struct{}, err error) {
+	if len(paths) == 1 {
+		node, zxid, read, inflight, err := c.createThenRead(ctx, paths[0], data, dir, readDir)
+		if err != nil {
+			return nil, nil, nil, inflight, err
+		}
+		return []string{node}, []int64{zxid}, read, nil, nil
+	}
 	// The request may outlive this call (when ctx ends first): it writes
 	// only to out, which is read after a successful return.
 	out := make([]string, len(paths))
-	var inflight <-chan struct{}
-	var err error
-	if len(paths) == 1 {
-		inflight, err = c.callTracked(ctx, func() (err error) {
-			out[0], err = c.conn.Create(paths[0], data, flags, c.cfg.acl)
-			return err
-		})
-	} else {
-		ops := make([]any, len(paths))
-		for i, p := range paths {
-			ops[i] = &zk.CreateRequest{Path: p, Data: data, Acl: c.cfg.acl, Flags: flags}
-		}
-		inflight, err = c.callTracked(ctx, func() error {
-			res, err := c.conn.Multi(ops...)
-			for i, r := range res {
-				if r.Error != nil && err == nil {
-					err = r.Error
-				}
-				out[i] = r.String
-			}
-			return err
-		})
+	ops := make([]any, len(paths))
+	for i, p := range paths {
+		ops[i] = &zk.CreateRequest{Path: p, Data: data, Acl: c.cfg.acl, Flags: ephemeralSequential}
 	}
 	c.stats.creates.Add(1)
+	inflight, err = c.callTracked(ctx, func() error {
+		res, err := c.conn.Multi(ops...)
+		for i, r := range res {
+			if r.Error != nil && err == nil {
+				err = r.Error
+			}
+			out[i] = r.String
+		}
+		return err
+	})
 	if err != nil {
-		return nil, nil, inflight, err
+		return nil, nil, nil, inflight, err
 	}
-	zxids := make([]int64, len(paths))
-	if len(paths) == 1 {
-		zxids[0], _ = c.zxids.take(out[0])
+	return out, make([]int64, len(paths)), nil, nil, nil
+}
+
+const ephemeralSequential = zk.FlagEphemeral | zk.FlagSequence
+
+// queueRead is what an acquire learns of its lock directory in the round
+// trip of its create.
+type queueRead struct {
+	names   []string // the directory's children
+	errL    error
+	dirData []byte // the directory's data, when asked for
+	errD    error
+}
+
+// createThenRead creates one ephemeral sequential node at path and, in the
+// same round trip, lists dir (and reads its data if readDir). The reads
+// are sent the moment the wire tap has seen the create written, so they
+// follow it on the connection, and the server, which answers a session's
+// requests in order, reads after it created the node. read is nil when the
+// reads were not sent (the create's reply came first) or were not answered
+// before ctx ended; the caller then reads separately.
+func (c *Client) createThenRead(ctx context.Context, path string, data []byte, dir string, readDir bool) (node string, zxid int64, read *queueRead, inflight <-chan struct{}, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", 0, nil, nil, err
 	}
-	return out, zxids, nil, nil
+	written, forget := c.createWrites.expect(path)
+	defer forget()
+	var out string // written by the request, read once it is done
+	c.stats.creates.Add(1)
+	cr := c.start(func() (err error) {
+		out, err = c.conn.Create(path, data, ephemeralSequential, c.cfg.acl)
+		return err
+	})
+	var q *queueRead
+	var reads []*running
+	select {
+	case <-written:
+		q = &queueRead{}
+		c.stats.lists.Add(1)
+		reads = append(reads, c.start(func() (err error) {
+			q.names, _, err = c.conn.Children(dir)
+			return err
+		}))
+		if readDir {
+			c.stats.reads.Add(1)
+			reads = append(reads, c.start(func() (err error) {
+				q.dirData, _, err = c.conn.Get(dir)
+				return err
+			}))
+		}
+	case <-cr.done:
+	case <-ctx.Done():
+	}
+	select {
+	case <-cr.done:
+	case <-ctx.Done():
+		return "", 0, nil, cr.done, ctx.Err()
+	}
+	if cr.err != nil {
+		return "", 0, nil, nil, c.mapClosed(cr.err)
+	}
+	zxid, _ = c.zxids.take(out)
+	for _, r := range reads {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return out, zxid, nil, nil, nil // the caller reads again, or gives up
+		}
+	}
+	if q != nil {
+		q.errL = c.mapClosed(reads[0].err)
+		if readDir {
+			q.errD = c.mapClosed(reads[1].err)
+		}
+	}
+	return out, zxid, q, nil, nil
 }
 
 // callTracked is call for requests whose abandonment matters (creates):
@@ -153,20 +224,33 @@ func (c *Client) callTracked(ctx context.Context, op func() error) (<-chan struc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	finished := make(chan struct{})
-	var opErr error
-	if !c.goroutine(func() {
-		opErr = op()
-		close(finished)
-	}) {
-		return nil, ErrClosed
-	}
+	r := c.start(op)
 	select {
-	case <-finished:
-		return nil, c.mapClosed(opErr)
+	case <-r.done:
+		return nil, c.mapClosed(r.err)
 	case <-ctx.Done():
-		return finished, ctx.Err()
+		return r.done, ctx.Err()
 	}
+}
+
+// running is a go-zookeeper call running on a goroutine of the client's,
+// so that a context can end the wait for it.
+type running struct {
+	done chan struct{}
+	err  error // op's result, once done is closed
+}
+
+// start runs op on a goroutine of the client's.
+func (c *Client) start(op func() error) *running {
+	r := &running{done: make(chan struct{})}
+	if !c.goroutine(func() {
+		r.err = op()
+		close(r.done)
+	}) {
+		r.err = ErrClosed
+		close(r.done)
+	}
+	return r
 }
 
 // ensureDir creates dir and any missing parents as CONTAINER nodes, which the

@@ -64,8 +64,6 @@ func (a *attempt) verify(ctx context.Context) (progress bool, err error) {
 		return false, opError("list", dir, errL)
 	case errD != nil && !errors.Is(errD, zk.ErrNoNode):
 		return false, opError("read", dir, errD)
-	case len(dirData) > 0 && string(dirData) != string(a.l.spec.DirData):
-		return false, fmt.Errorf("%w: %s carries %q, this client expects %q", ErrMismatch, dir, dirData, a.l.spec.DirData)
 	}
 	if c.currentEpoch() != ep {
 		if c.isClosed() {
@@ -86,9 +84,33 @@ func (a *attempt) verify(ctx context.Context) (progress bool, err error) {
 		}
 		a.ownW, a.token = ownW, st.Czxid
 	}
+	return true, a.accept(ep, names, dirData)
+}
+
+// takeRead accepts the reads sent in the round trip of our create (see
+// createThenRead) as verify would have made them, when they can vouch for
+// our node: the create's reply named it and carried its token, and the
+// create, the reads and their replies all happened in the epoch trusted
+// now. Otherwise, or if a read failed, the attempt stays in verifying and
+// reads again.
+func (a *attempt) takeRead(ep *epoch, r *queueRead) error {
+	if ep == nil || a.created != createdHere || a.token == 0 || a.session != ep.session ||
+		r.errL != nil || (r.errD != nil && !errors.Is(r.errD, zk.ErrNoNode)) ||
+		a.l.c.currentEpoch() != ep {
+		return nil
+	}
+	return a.accept(ep, r.names, r.dirData)
+}
+
+// accept records a listing made in epoch ep, and the directory's data read
+// with it, as the known queue.
+func (a *attempt) accept(ep *epoch, names []string, dirData []byte) error {
+	if len(dirData) > 0 && string(dirData) != string(a.l.spec.DirData) {
+		return fmt.Errorf("%w: %s carries %q, this client expects %q", ErrMismatch, a.l.dir, dirData, a.l.spec.DirData)
+	}
 	a.ep = ep
 	a.watches = make(map[string]<-chan zk.Event)
-	return true, a.setQueue(names)
+	return a.setQueue(names)
 }
 
 // relist reads the queue again (our node and its watch are unchanged).

@@ -3,6 +3,7 @@ package recipe
 import (
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 )
 
 // go-zookeeper's Create returns the new node's path but drops the zxid of
@@ -49,9 +50,60 @@ func (z *createZxids) take(path string) (int64, bool) {
 	return zxid, ok
 }
 
+// createWrites tells a caller when the create request for a path has been
+// written to the connection, so that it can send a read behind it in the
+// same round trip: the server answers one session's requests in order, so
+// a read written after a create sees the created node.
+type createWrites struct {
+	waiting atomic.Int32 // len(m): the tap looks at paths only when > 0
+	mu      sync.Mutex
+	m       map[string]chan struct{}
+}
+
+// expect returns a channel closed once a create request for path has been
+// written, and a function to call when no longer interested.
+func (cw *createWrites) expect(path string) (written <-chan struct{}, forget func()) {
+	ch := make(chan struct{})
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	if cw.m == nil {
+		cw.m = make(map[string]chan struct{})
+	}
+	cw.m[path] = ch
+	cw.waiting.Store(int32(len(cw.m)))
+	return ch, func() {
+		cw.mu.Lock()
+		defer cw.mu.Unlock()
+		if cw.m[path] == ch {
+			delete(cw.m, path)
+			cw.waiting.Store(int32(len(cw.m)))
+		}
+	}
+}
+
+// wrote notes a create request whose body (a jute path string first)
+// starts at b.
+func (cw *createWrites) wrote(b []byte) {
+	if cw.waiting.Load() == 0 || len(b) < 4 {
+		return
+	}
+	n := int(int32(binary.BigEndian.Uint32(b[0:4])))
+	if n < 0 || 4+n > len(b) {
+		return
+	}
+	cw.mu.Lock()
+	defer cw.mu.Unlock()
+	if ch, ok := cw.m[string(b[4:4+n])]; ok {
+		close(ch)
+		delete(cw.m, string(b[4:4+n]))
+		cw.waiting.Store(int32(len(cw.m)))
+	}
+}
+
 // wireTap follows one connection's frames in both directions.
 type wireTap struct {
-	out *createZxids
+	out     *createZxids
+	written *createWrites // told of create requests as they are written
 
 	// proof, if set, is told of every reply to one of our requests (the
 	// connect request, pings included; not watch notifications) with the
@@ -108,6 +160,9 @@ func (w *wireTap) noteWrite(p []byte) {
 			w.pending = make(map[int32]struct{})
 		}
 		w.pending[int32(binary.BigEndian.Uint32(p[4:8]))] = struct{}{}
+		if w.written != nil {
+			w.written.wrote(p[12:])
+		}
 	}
 }
 

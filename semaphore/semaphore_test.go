@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -592,87 +590,6 @@ func TestRoundTrips(t *testing.T) {
 	})
 	for _, l := range ls {
 		release(t, l)
-	}
-}
-
-// slowConn delays every byte received by a fixed latency, as a network with
-// that one-way delay would, without limiting throughput.
-type slowConn struct {
-	net.Conn
-	delay  time.Duration
-	chunks chan chunk
-	buf    []byte
-}
-
-type chunk struct {
-	b   []byte
-	due time.Time
-	err error
-}
-
-func newSlowConn(c net.Conn, delay time.Duration) *slowConn {
-	s := &slowConn{Conn: c, delay: delay, chunks: make(chan chunk, 4096)}
-	go s.pump()
-	return s
-}
-
-func (s *slowConn) pump() {
-	defer close(s.chunks)
-	for {
-		b := make([]byte, 32<<10)
-		n, err := s.Conn.Read(b)
-		if n > 0 {
-			s.chunks <- chunk{b: b[:n], due: time.Now().Add(s.delay)}
-		}
-		if err != nil {
-			s.chunks <- chunk{err: err}
-			return
-		}
-	}
-}
-
-func (s *slowConn) Read(p []byte) (int, error) {
-	if len(s.buf) == 0 {
-		c, ok := <-s.chunks
-		if !ok {
-			return 0, io.EOF
-		}
-		if c.err != nil {
-			return 0, c.err
-		}
-		time.Sleep(time.Until(c.due))
-		s.buf = c.b
-	}
-	n := copy(p, s.buf)
-	s.buf = s.buf[n:]
-	return n, nil
-}
-
-// With 100 ms added to every reply, an uncontended Acquire takes two round
-// trips: the create, then the pipelined reads and listing.
-func TestAcquireTakesTwoRoundTrips(t *testing.T) {
-	srv := zktest.Shared(t)
-	path := zktest.UniquePath(t)
-	const latency = 100 * time.Millisecond
-	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithDialer(func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		conn, err := net.DialTimeout(network, addr, timeout)
-		if err != nil {
-			return nil, err
-		}
-		return newSlowConn(conn, latency), nil
-	}))
-	s := newSem(t, c, path, 2)
-	release(t, acquire(t, s)) // creates the path
-	best := time.Hour
-	for range 3 {
-		start := time.Now()
-		l := acquire(t, s)
-		best = min(best, time.Since(start))
-		release(t, l)
-	}
-	t.Logf("uncontended Acquire with %v per round trip: %v", latency, best.Round(time.Millisecond))
-	if best < 2*latency || best >= 3*latency {
-		t.Fatalf("uncontended Acquire took %v with %v per round trip, want 2 round trips", best, latency)
 	}
 }
 
