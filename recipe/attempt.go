@@ -79,6 +79,7 @@ type attempt struct {
 	stale   bool            // the queue changed since it was listed
 	trimmed bool            // queue holds only the watched window up to our node
 	watch   []string        // the nodes the driver named
+	waited  bool            // the driver named nodes to wait for
 	watches map[string]<-chan zk.Event
 }
 
@@ -96,7 +97,7 @@ func (a *attempt) newID() {
 		a.l.c.cleanup(cleanupJob{dir: a.l.dir, prefix: a.prefix, sweep: true})
 		a.dupRisk = false
 	}
-	*a = attempt{l: a.l, try: a.try, span: a.span, inflight: a.inflight,
+	*a = attempt{l: a.l, try: a.try, span: a.span, inflight: a.inflight, waited: a.waited,
 		prefix: protectedPrefix + uuid.NewString() + "-"}
 }
 
@@ -180,6 +181,7 @@ func (a *attempt) decide() error {
 	}
 	a.trim(dec)
 	a.watch = dec.Watch
+	a.waited = true
 	a.phase = arming
 	return nil
 }
@@ -269,6 +271,16 @@ func (g group) run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// foundTaken reports whether any attempt of the group had to wait.
+func (g group) foundTaken() bool {
+	for _, a := range g {
+		if a.waited {
+			return true
+		}
+	}
+	return false
 }
 
 func (g group) holds() []*Hold {

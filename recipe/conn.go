@@ -78,13 +78,28 @@ func handshake(conn net.Conn, cfg *tls.Config, address string, timeout time.Dura
 
 // trackedConn is a net.Conn that notes every read for the client and taps
 // create replies for their zxids (see wire.go).
+//
+// It also buffers reads: go-zookeeper reads every reply with two calls (the
+// length, then the frame), each a system call on a bare connection. Here
+// one system call takes whatever has arrived (often several replies, or a
+// reply and a notification) and go-zookeeper's reads are served from it.
+// Bytes are noted as they are read from the connection; a deadline
+// applies to the reads that reach it, which are the ones that wait.
 type trackedConn struct {
 	net.Conn
 	c    *Client
 	tap  wireTap
 	hdr  [20]byte // length, protocol version, granted timeout, session id of the connect response
 	hdrN int
+
+	rbuf []byte // read buffer; rbuf[r:w] is unread
+	r, w int
+	rerr error // error of the read that filled the buffer, returned once it is drained
 }
+
+// readBufferSize is the size of a connection's read buffer. Frames larger
+// than this are read into go-zookeeper's buffer directly.
+const readBufferSize = 16 << 10
 
 func (t *trackedConn) Write(p []byte) (int, error) {
 	t.tap.noteWrite(p)
@@ -92,20 +107,48 @@ func (t *trackedConn) Write(p []byte) (int, error) {
 }
 
 func (t *trackedConn) Read(p []byte) (int, error) {
-	n, err := t.Conn.Read(p)
-	if n > 0 {
-		t.tap.noteRead(p[:n])
-		if t.hdrN < len(t.hdr) {
-			t.hdrN += copy(t.hdr[t.hdrN:], p[:n])
-			if t.hdrN == len(t.hdr) {
-				if ms := int32(binary.BigEndian.Uint32(t.hdr[8:12])); ms > 0 {
-					t.c.negotiatedMs.Store(int64(ms))
-				}
-				t.c.wireSession.Store(int64(binary.BigEndian.Uint64(t.hdr[12:20])))
+	if t.r == t.w {
+		if t.rerr != nil {
+			err := t.rerr
+			t.rerr = nil
+			return 0, err
+		}
+		if len(p) >= readBufferSize {
+			n, err := t.Conn.Read(p)
+			t.note(p[:n])
+			return n, err
+		}
+		if t.rbuf == nil {
+			t.rbuf = make([]byte, readBufferSize)
+		}
+		n, err := t.Conn.Read(t.rbuf)
+		t.note(t.rbuf[:n])
+		t.r, t.w = 0, n
+		if n == 0 {
+			return 0, err
+		}
+		t.rerr = err
+	}
+	n := copy(p, t.rbuf[t.r:t.w])
+	t.r += n
+	return n, nil
+}
+
+// note follows bytes read from the server.
+func (t *trackedConn) note(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	t.tap.noteRead(p)
+	if t.hdrN < len(t.hdr) {
+		t.hdrN += copy(t.hdr[t.hdrN:], p)
+		if t.hdrN == len(t.hdr) {
+			if ms := int32(binary.BigEndian.Uint32(t.hdr[8:12])); ms > 0 {
+				t.c.negotiatedMs.Store(int64(ms))
 			}
+			t.c.wireSession.Store(int64(binary.BigEndian.Uint64(t.hdr[12:20])))
 		}
 	}
-	return n, err
 }
 
 // subscriber is one Subscribe call's unbounded, ordered queue.

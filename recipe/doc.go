@@ -38,8 +38,10 @@
 // _c_<uuid>-<lockName><sequence> in the lock directory (Curator's
 // "protected" format; missing directories are created as CONTAINER nodes,
 // which the server removes once empty). Its create reply carries the
-// node's czxid, the fencing token; in the next round trip it lists the
-// directory. The driver decides from the sorted queue whether
+// node's czxid, the fencing token. The listing of the directory is sent
+// right behind the create, on the same connection, so an uncontended
+// acquire is one round trip (a Lock whose last acquire found the lock taken
+// lists after the create's reply instead). The driver decides from the sorted queue whether
 // the node holds; if not, the engine watches only the nodes the driver
 // names (for a mutex, the immediate predecessor) with getData watches, so a
 // release wakes one waiter, not all of them. When a watched node is deleted

@@ -34,7 +34,7 @@ func enqueue(ctx context.Context, as []*attempt) (progress bool, err error) {
 		for _, a := range as {
 			a.created, a.session = createUnknown, sid
 		}
-		created, zxids, read, inflight, err := l.c.createNodes(ctx, paths, l.data, l.dir, l.spec.DirData != nil)
+		created, zxids, read, inflight, err := l.c.createNodes(ctx, paths, l.data, !l.busy.Load(), l.dir, l.spec.DirData != nil)
 		switch {
 		case inflight != nil:
 			// ctx ended with the create in flight: cleanup will wait for it.

@@ -229,7 +229,9 @@ func (h *Hold) Err() error {
 // queue.
 func (h *Hold) lose(reason error) {
 	h.mu.Lock()
-	if h.err != nil {
+	if h.err != nil || h.released {
+		// Ended, or Release is deleting the node and will say how that
+		// went.
 		h.mu.Unlock()
 		return
 	}
@@ -282,8 +284,11 @@ func (h *Hold) Release(ctx context.Context) error {
 	h.released = true
 	lost := h.err
 	h.mu.Unlock()
+	// The monitor stops while the delete is under way (it reports no loss
+	// once released is set): waiting for it first would put a goroutine
+	// switch before the hand-off to the next in line.
 	h.cancel()
-	<-h.exited
+	defer func() { <-h.exited }()
 	if lost != nil {
 		return lost
 	}

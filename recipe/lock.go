@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -71,6 +72,13 @@ type Lock struct {
 	attrs        metric.MeasurementOption            // recipe attribute
 	endAttrs     map[string]metric.MeasurementOption // recipe + hold.end
 	outcomeAttrs map[string]metric.MeasurementOption // recipe + outcome
+
+	// busy is set when the last acquire found the lock taken. An acquire
+	// then sends its listing after its create's reply rather than behind
+	// the create: it will wait for a predecessor anyway, and a burst of
+	// requests from every re-queuing holder slows the server's answers to
+	// the waiters being handed the lock.
+	busy atomic.Bool
 }
 
 var outcomes = []string{"acquired", "timeout", "cancelled", "held_elsewhere", "error"}
@@ -186,6 +194,7 @@ func (l *Lock) acquire(ctx context.Context, n int, try bool) ([]*Hold, error) {
 	}
 	g := newGroup(l, n, try, span)
 	err := g.run(ctx)
+	l.busy.Store(g.foundTaken() || errors.Is(err, ErrWouldBlock))
 	waited := time.Since(start)
 	if recording {
 		span.SetAttributes(telemetry.AttrWaitMs.Int64(waited.Milliseconds()))

@@ -109,11 +109,11 @@ func (c *Client) delete(ctx context.Context, path string) error {
 // closed once the request has finished, so cleanup can then look for the
 // nodes.
 //
-// A single create carries the reads of the queue in its round trip: see
-// createThenRead. read is nil for a transaction.
-func (c *Client) createNodes(ctx context.Context, paths []string, data []byte, dir string, readDir bool) (created []string, zxids []int64, read *queueRead, inflight <-chan struct{}, err error) {
+// With behind set, a single create carries the reads of the queue in its
+// round trip: see createThenRead. read is nil otherwise.
+func (c *Client) createNodes(ctx context.Context, paths []string, data []byte, behind bool, dir string, readDir bool) (created []string, zxids []int64, read *queueRead, inflight <-chan struct{}, err error) {
 	if len(paths) == 1 {
-		node, zxid, read, inflight, err := c.createThenRead(ctx, paths[0], data, dir, readDir)
+		node, zxid, read, inflight, err := c.createThenRead(ctx, paths[0], data, behind, dir, readDir)
 		if err != nil {
 			return nil, nil, nil, inflight, err
 		}
@@ -154,19 +154,24 @@ type queueRead struct {
 	errD    error
 }
 
-// createThenRead creates one ephemeral sequential node at path and, in the
-// same round trip, lists dir (and reads its data if readDir). The reads
-// are sent the moment the wire tap has seen the create written, so they
-// follow it on the connection, and the server, which answers a session's
-// requests in order, reads after it created the node. read is nil when the
-// reads were not sent (the create's reply came first) or were not answered
-// before ctx ended; the caller then reads separately.
-func (c *Client) createThenRead(ctx context.Context, path string, data []byte, dir string, readDir bool) (node string, zxid int64, read *queueRead, inflight <-chan struct{}, err error) {
+// createThenRead creates one ephemeral sequential node at path and, with
+// behind set, in the same round trip lists dir (and reads its data if
+// readDir). The reads are sent the moment the wire tap has seen the create
+// written, so they follow it on the connection, and the server, which
+// answers a session's requests in order, reads after it created the node.
+// read is nil when the reads were not sent (not asked for, or the create's
+// reply came first) or were not answered before ctx ended; the caller then
+// reads separately.
+func (c *Client) createThenRead(ctx context.Context, path string, data []byte, behind bool, dir string, readDir bool) (node string, zxid int64, read *queueRead, inflight <-chan struct{}, err error) {
 	if err := ctx.Err(); err != nil {
 		return "", 0, nil, nil, err
 	}
-	written, forget := c.createWrites.expect(path)
-	defer forget()
+	var written <-chan struct{} // nil: never
+	if behind {
+		w, forget := c.createWrites.expect(path)
+		defer forget()
+		written = w
+	}
 	var out string // written by the request, read once it is done
 	c.stats.creates.Add(1)
 	cr := c.start(func() (err error) {

@@ -1,11 +1,13 @@
 package recipe_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/internal/zktest"
+	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -37,5 +39,43 @@ func TestUncontendedAcquireIsOneRoundTrip(t *testing.T) {
 				t.Fatalf("uncontended acquire took %v with replies %v late: want one round trip", best, delay)
 			}
 		})
+	}
+}
+
+// After an acquire that found the lock taken, the next acquire sends its
+// listing once the create is answered (two round trips): a waiter gains
+// nothing from the early listing, and without it the server answers the
+// waiter being handed the lock sooner. An acquire that finds the lock free
+// makes the next one a single round trip again.
+func TestBusyLockListsAfterCreate(t *testing.T) {
+	srv := zktest.Shared(t)
+	const delay = 100 * time.Millisecond
+	path := zktest.UniquePath(t)
+	ctx := locktest.Ctx(t, 30*time.Second)
+	holder, err := mutex.New(locktest.Client(t, []string{srv.Addr()}), path)
+	must(t, err)
+	slow, err := mutex.New(locktest.Client(t, []string{srv.Addr()}, recipe.WithDialer(locktest.SlowDialer(delay))), path)
+	must(t, err)
+	timed := func() time.Duration {
+		start := time.Now()
+		must(t, slow.Lock(ctx))
+		d := time.Since(start)
+		must(t, slow.Unlock(ctx))
+		return d
+	}
+	timed() // creates the lock's directory
+	if d := timed(); d >= 2*delay {
+		t.Fatalf("free lock: acquire took %v with replies %v late, want one round trip", d, delay)
+	}
+	must(t, holder.Lock(ctx))
+	if err := slow.TryLock(ctx); !errors.Is(err, recipe.ErrWouldBlock) {
+		t.Fatalf("TryLock while held: %v, want ErrWouldBlock", err)
+	}
+	must(t, holder.Unlock(ctx))
+	if d := timed(); d < 2*delay || d >= 3*delay {
+		t.Fatalf("after finding the lock taken: acquire took %v with replies %v late, want two round trips", d, delay)
+	}
+	if d := timed(); d >= 2*delay {
+		t.Fatalf("after finding the lock free again: acquire took %v with replies %v late, want one round trip", d, delay)
 	}
 }

@@ -2,7 +2,9 @@ package recipe
 
 import (
 	"encoding/binary"
+	"io"
 	"math/rand/v2"
+	"net"
 	"testing"
 )
 
@@ -101,4 +103,93 @@ func FuzzWireTap(f *testing.F) {
 			t.Fatal("unbounded")
 		}
 	})
+}
+
+// A caller waiting for its create is told when that create, and no other
+// request, is written; one that stopped waiting is not.
+func TestCreateWrites(t *testing.T) {
+	var cw createWrites
+	tap := wireTap{out: &createZxids{}, written: &cw}
+	tap.noteWrite(frame(i32(0), i64(0), i32(4000), i64(0), jstr("pw"))) // connect request
+	mine, forget := cw.expect("/a/_c_x-lock-")
+	other, forgetOther := cw.expect("/a/_c_z-lock-")
+	forgetOther()
+	tap.noteWrite(request(1, 8, jstr("/a/_c_x-lock-"), []byte{0}))                     // a getChildren of that path
+	tap.noteWrite(request(2, opCreate, jstr("/a/_c_y-lock-"), jstr(""), i32(0), i32(3))) // another create
+	if isClosed(mine) {
+		t.Fatal("told of a request that is not our create")
+	}
+	tap.noteWrite(request(3, opCreate, jstr("/a/_c_x-lock-"), jstr(""), i32(0), i32(3)))
+	tap.noteWrite(request(4, opCreate, jstr("/a/_c_z-lock-"), jstr(""), i32(0), i32(3)))
+	if !isClosed(mine) {
+		t.Fatal("not told of our create")
+	}
+	if isClosed(other) {
+		t.Fatal("told after forgetting")
+	}
+	forget() // after being told: a no-op
+	if n := cw.waiting.Load(); n != 0 || len(cw.m) != 0 {
+		t.Fatalf("%d (%d) still awaited, want none", n, len(cw.m))
+	}
+	tap.noteWrite(request(5, opCreate, i32(1<<30))) // a path length past the frame: ignored
+}
+
+// scriptedConn returns its reads one by one, then err.
+type scriptedConn struct {
+	net.Conn
+	reads [][]byte
+	err   error
+	calls int
+}
+
+func (s *scriptedConn) Read(p []byte) (int, error) {
+	s.calls++
+	if len(s.reads) == 0 {
+		return 0, s.err
+	}
+	n := copy(p, s.reads[0])
+	s.reads[0] = s.reads[0][n:]
+	if len(s.reads[0]) == 0 {
+		s.reads = s.reads[1:]
+		if len(s.reads) == 0 && s.err != nil {
+			return n, s.err // data and the error together
+		}
+	}
+	return n, nil
+}
+
+// The read buffer serves go-zookeeper's small reads from one read of the
+// connection, passes large reads through, and returns the connection's
+// error only once the bytes before it are consumed.
+func TestTrackedConnBuffersReads(t *testing.T) {
+	c := &Client{}
+	replies := append(reply(1, 7, 0, jstr("x")), reply(2, 8, 0, jstr("yy"))...)
+	big := make([]byte, readBufferSize+10)
+	sc := &scriptedConn{reads: [][]byte{replies, big}, err: io.EOF}
+	tc := &trackedConn{Conn: sc, c: c, tap: wireTap{out: &c.zxids}, hdrN: len(trackedConn{}.hdr)}
+	var got []byte
+	for range 4 { // length, frame, length, frame
+		var hdr [4]byte
+		if _, err := io.ReadFull(tc, hdr[:]); err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+		if _, err := io.ReadFull(tc, body); err != nil {
+			t.Fatal(err)
+		}
+		got = append(append(got, hdr[:]...), body...)
+		if len(got) == len(replies) {
+			break
+		}
+	}
+	if string(got) != string(replies) || sc.calls != 1 {
+		t.Fatalf("read %d bytes in %d reads of the connection, want %d in 1", len(got), sc.calls, len(replies))
+	}
+	p := make([]byte, len(big))
+	if n, err := io.ReadFull(tc, p); n != len(big) || err != nil {
+		t.Fatalf("large read: %d, %v", n, err)
+	}
+	if _, err := tc.Read(p); err != io.EOF {
+		t.Fatalf("after the last bytes: %v, want EOF", err)
+	}
 }

@@ -70,20 +70,22 @@
 //
 // # Cost
 //
-// An uncontended Acquire costs two sequential round trips: the create
-// (whose reply carries the token), then one pipelined round trip that reads
-// the path's recorded number of leases and lists the queue; three requests
-// on the critical path. Right after Acquire returns, the lease arms a watch
-// on its own node (one more read, off the critical path), so that a
-// deletion by someone else is reported through Done. The first acquire on a
-// new path also creates the path: its first create fails, the path is
-// created, and the create is sent again (two more round trips, more if
-// parents are missing too). A waiter arms, in one round trip, one watch per
-// predecessor it watches and one on its own node; when a watched node is
-// deleted it decides again from the queue it knows, and lists the path once
-// only if nodes it knew of are still ahead. Release is one delete.
-// AcquireN(n) costs one transaction, then one pipelined round trip per node
-// that also reads the node.
+// An uncontended Acquire costs one round trip: the read of the path's
+// recorded number of leases and the listing of the queue are sent right
+// behind the create (whose reply carries the token) and answered with it;
+// three requests. After an acquire that found every lease taken, the reads
+// are sent once the create is answered: two round trips. A lease held
+// longer than 100 ms, or whose Done or Err is asked for, arms a watch on
+// its own node (one more read, off the critical path), so that a deletion
+// by someone else is reported through Done. The first acquire on a new
+// path also creates the path: its first create fails, the path is created,
+// and the create is sent again (two more round trips, more if parents are
+// missing too). A waiter arms, in one round trip, one watch per predecessor
+// it watches and one on its own node; when a watched node is deleted it
+// decides again from the queue it knows, and lists the path once only if
+// nodes it knew of are still ahead. Release is one delete. AcquireN(n)
+// costs one transaction, then one round trip per node that lists the queue
+// and also reads the node.
 //
 // # Non-guarantees
 //
