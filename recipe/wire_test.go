@@ -114,7 +114,7 @@ func TestCreateWrites(t *testing.T) {
 	mine, forget := cw.expect("/a/_c_x-lock-")
 	other, forgetOther := cw.expect("/a/_c_z-lock-")
 	forgetOther()
-	tap.noteWrite(request(1, 8, jstr("/a/_c_x-lock-"), []byte{0}))                     // a getChildren of that path
+	tap.noteWrite(request(1, 8, jstr("/a/_c_x-lock-"), []byte{0}))                       // a getChildren of that path
 	tap.noteWrite(request(2, opCreate, jstr("/a/_c_y-lock-"), jstr(""), i32(0), i32(3))) // another create
 	if isClosed(mine) {
 		t.Fatal("told of a request that is not our create")
