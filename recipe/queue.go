@@ -37,7 +37,7 @@ func (a *attempt) verify(ctx context.Context) (progress bool, err error) {
 		}
 		return false, errNoTrustedSession
 	}
-	readOwn := a.created != createdHere || a.token == 0 || a.session != ep.session
+	readOwn := !a.listingVouches(ep)
 	var (
 		st           *zk.Stat
 		ownW         <-chan zk.Event
@@ -94,12 +94,18 @@ func (a *attempt) verify(ctx context.Context) (progress bool, err error) {
 // now. Otherwise, or if a read failed, the attempt stays in verifying and
 // reads again.
 func (a *attempt) takeRead(ep *epoch, r *queueRead) error {
-	if ep == nil || a.created != createdHere || a.token == 0 || a.session != ep.session ||
-		r.errL != nil || (r.errD != nil && !errors.Is(r.errD, zk.ErrNoNode)) ||
+	if ep == nil || !a.listingVouches(ep) || r.errL != nil || (r.errD != nil && !errors.Is(r.errD, zk.ErrNoNode)) ||
 		a.l.c.currentEpoch() != ep {
 		return nil
 	}
 	return a.accept(ep, r.names, r.dirData)
+}
+
+// listingVouches reports whether a listing made in epoch ep is enough to
+// know our node: we created it in ep's session and its create reply named
+// it and carried its token. Any other node must be read as well.
+func (a *attempt) listingVouches(ep *epoch) bool {
+	return a.created == createdHere && a.token != 0 && a.session == ep.session
 }
 
 // accept records a listing made in epoch ep, and the directory's data read
