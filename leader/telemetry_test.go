@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/telemetry"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // A campaign is a leader.acquire span (timeouts included), each term of Run

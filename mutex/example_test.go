@@ -7,9 +7,9 @@ import (
 	"log"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // exampleServers returns the address of the test server; in a program this

@@ -9,8 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/telemetry"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func TestTracesAndMetrics(t *testing.T) {

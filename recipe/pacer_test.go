@@ -10,11 +10,11 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/retry"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // countingPolicy retries for ever every 10ms and counts the waits asked of

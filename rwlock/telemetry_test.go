@@ -10,8 +10,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/telemetry"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // A read acquire that times out behind a writer, one woken by the writer's

@@ -13,9 +13,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/engine"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/retry"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // Time bounds of the "no call waits past its context" property.

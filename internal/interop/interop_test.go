@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func TestMain(m *testing.M) { locktest.Main(m) }

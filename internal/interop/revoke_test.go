@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // Curator's Revoker.attemptRevoke asks a revocable Go holder to let go.
