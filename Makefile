@@ -25,6 +25,8 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 # as released plus patches/ (see patches/*.patch). Every target that builds
 # exports it as GOWORK, so the repository's own builds use the patched client.
 ZK_GOWORK := $(CURDIR)/.cache/go.work
+# A test that finds no ZooKeeper fails instead of being skipped (zktest).
+export ZKTEST_REQUIRED := 1
 
 .PHONY: help zk-install curator-install zk-up zk-down patched-zk demo test test-short test-faults test-procs soak bench bench-peers lint fuzz
 

@@ -420,19 +420,8 @@ func TestPartitionedLeaderStopsFirst(t *testing.T) {
 // afterwards, and Run still hands leadership over), and there are never
 // two leaders.
 func TestEnsembleLeaderKilled(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real ZooKeeper tests skipped under -short")
-	}
 	start := time.Now()
-	ens, err := zktest.StartEnsemble(3, zktest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ens.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	ens := zktest.StartEnsemble(t, 3)
 	t.Logf("ensemble started in %v", time.Since(start).Round(time.Millisecond))
 	path := zktest.UniquePath(t)
 	const participants, rounds = 3, 2
@@ -518,10 +507,7 @@ func TestEnsembleLeaderKilled(t *testing.T) {
 		}
 		t.Logf("round %d: after %s resigned, %s leads (token %#x)", round, now.id, next.id, next.token)
 		cur = next
-		if err := ens.Servers[zkLeader].Start(); err != nil {
-			t.Fatal(err)
-		}
-		if err := ens.WaitQuorum(30 * time.Second); err != nil {
+		if err := ens.Restart(zkLeader); err != nil {
 			t.Fatal(err)
 		}
 	}

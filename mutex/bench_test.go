@@ -20,7 +20,7 @@ import (
 )
 
 // These benchmarks run against the test binary's shared server, which does
-// not fsync (see zktest.Options.ForceSync): they measure the client's cost
+// not fsync (see zktest.WithForceSync): they measure the client's cost
 // and loopback round trips, not disk latency. For realistic write latency
 // and side-by-side ratios, run `go run ./internal/bench`
 // (docs/performance.md).

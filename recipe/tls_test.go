@@ -20,12 +20,6 @@ import (
 // trusts another CA, and a plain client on the TLS port, fail to connect,
 // the first with the handshake error in Connect's error.
 func TestTLS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real ZooKeeper tests skipped under -short")
-	}
-	if err := zktest.Installed(); err != nil {
-		t.Fatal(err)
-	}
 	ca, err := zktest.NewCA("zkrecipes test CA")
 	if err != nil {
 		t.Fatal(err)
@@ -34,11 +28,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := zktest.StartServer(zktest.Options{TLS: &cert})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := zktest.Start(t, zktest.WithTLS(cert))
 
 	c := locktest.Client(t, []string{srv.SecureAddr()}, recipe.WithTLS(&tls.Config{RootCAs: ca.Pool()}))
 	m, err := mutex.New(c, zktest.UniquePath(t))
@@ -98,12 +88,6 @@ func TestTLS(t *testing.T) {
 // certificate from the trusted CA runs a lock cycle; one without a
 // certificate cannot connect.
 func TestTLSClientCertificate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real ZooKeeper tests skipped under -short")
-	}
-	if err := zktest.Installed(); err != nil {
-		t.Fatal(err)
-	}
 	ca, err := zktest.NewCA("zkrecipes test CA")
 	if err != nil {
 		t.Fatal(err)
@@ -116,11 +100,7 @@ func TestTLSClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := zktest.StartServer(zktest.Options{TLS: &serverCert, TLSClientCA: ca})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := zktest.Start(t, zktest.WithTLS(serverCert), zktest.WithTLSClientCA(ca))
 
 	c := locktest.Client(t, []string{srv.SecureAddr()},
 		recipe.WithTLS(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{clientCert}}))

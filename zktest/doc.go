@@ -1,45 +1,55 @@
-// Package zktest starts real Apache ZooKeeper servers for zkrecipes'
-// tests: standalone servers, multi-server ensembles, and a fault-injecting
-// TCP proxy to put between a client and a server.
+// Package zktest runs real Apache ZooKeeper servers for tests, and puts
+// real faults between them and the code under test: network partitions
+// (both ways or one way), dropped connections, lost replies, session
+// expiry on demand, frozen and killed servers, and ensembles that lose
+// their leader.
 //
-// There are no mocks or in-process fakes here. The recipes' correctness
-// rests on ZooKeeper's exact semantics (sequential node ordering, session
-// expiry, ephemeral and container node clean-up, watch delivery, leader
-// fail-over), so the tests run against the same server that production
-// uses, and fail when ZooKeeper disagrees with them.
+// It is the kit zkrecipes tests itself with, made for the tests of code
+// that uses zkrecipes (or any ZooKeeper client): there are no mocks here.
+// Locks rest on ZooKeeper's exact semantics (sequential node order,
+// session expiry, ephemeral and container node clean-up, watch delivery,
+// leader fail-over), so a test is only as good as the server it runs
+// against.
 //
-// Each server is a JVM started by scripts/zk.sh run (the repository's one
-// way of running ZooKeeper; scripts/zk.sh install installs Debian's
-// zookeeper package). It listens on a free port of 127.0.0.1 only, keeps
-// its config, data and log in a temporary directory, and is tuned for
-// tests: short ticks, forceSync=no unless asked for, 1s minimum session
-// timeout, container and TTL node checks every second, and TTL nodes
-// enabled. On Linux a server is killed if the test process dies.
+// # Servers
 //
-// A test package usually runs every test against one shared server:
+// Start starts a standalone server for one test on a free port of
+// 127.0.0.1 and stops it when the test ends; StartEnsemble starts an
+// ensemble whose members can be killed (Ensemble.Kill), restarted
+// (Ensemble.Restart) or frozen (Server.Freeze). A server takes about a
+// second to start, so a package of tests usually shares one server, each
+// test under a path of its own:
 //
 //	func TestMain(m *testing.M) { zktest.Main(m) }
 //
-//	func TestLock(t *testing.T) {
+//	func TestOrders(t *testing.T) {
 //		srv := zktest.Shared(t)
-//		conn := zktest.Connect(t, srv.Addr())
-//		path := zktest.UniquePath(t)
+//		client := zktest.Client(t, srv.Addr())
+//		path := zktest.UniquePath(t) // "/zktest/TestOrders-<random>"
 //		...
 //	}
 //
-// Tests that stop, kill or restart servers start their own with
-// StartServer or StartEnsemble. Proxy loses the reply to, or drops, the
-// n-th request of chosen kinds (Arm) or every n-th create
-// (CutAfterCreates), records the requests it sees (Record), partitions
-// the network one way or both (Partition, Blackhole) and drops connections
-// (DropAll), to test how recipes recover from connection loss.
+// # Faults
 //
-// Options.TLS starts a server that also serves TLS clients on its
-// SecureAddr, with a certificate made in the test by NewCA and CA.Issue
-// (and, with Options.TLSClientCA, requires client certificates).
+// Server.Proxy puts a TCP proxy between a client and the server. Clients
+// that connect to its Addr can be cut off (Proxy.Partition, then
+// Proxy.Heal), cut off in one direction only (Proxy.PartitionOneWay),
+// disconnected (Proxy.DropAll), made to lose the reply to a request the
+// server applied (Proxy.LoseNextReply) or to lose a request
+// (Proxy.DropNextRequest), and have their sessions expired at once, as
+// the server would after a long partition (Proxy.ExpireSessions).
 //
-// Under go test -short, Shared skips the test. When ZooKeeper is not
-// installed, Shared fails the test with a message telling how to install
-// it, so a missing server never passes silently. The script is found next
-// to this package's source, or at $ZKRECIPES_ZK_SH.
+// # Where ZooKeeper comes from
+//
+// The kit runs java itself, from WithClassPath, else ZOOKEEPER_HOME (an
+// unpacked Apache release), else Debian's zookeeper package (apt-get
+// install zookeeper). It writes only in temporary directories, so it works
+// from the read-only module cache. With ZKTEST_ADDR=host:port, Start and
+// Shared use that running server instead (for machines without Java;
+// faults then come from the proxy alone). When nothing is found, tests
+// are skipped with a message saying what to install; with
+// ZKTEST_REQUIRED=1 they fail instead, so CI cannot pass by skipping.
+// Under go test -short, the tests that need a server are skipped.
+//
+// On Linux a server is killed if the test process dies.
 package zktest

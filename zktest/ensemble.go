@@ -4,27 +4,56 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 )
 
 // Ensemble is a ZooKeeper ensemble of real servers on 127.0.0.1, each with
 // its own client, peer and election ports, data directory and myid.
-// Servers[i] has myid i+1. Individual servers can be stopped, killed and
-// started again to exercise leader loss and recovery.
+// Servers[i] has myid i+1. Members can be killed, stopped, frozen and
+// restarted to exercise leader loss and recovery.
 type Ensemble struct {
 	// Servers are the ensemble's members, in myid order.
 	Servers []*Server
-	opts    Options
+	set     settings
 }
 
-// StartEnsemble starts an ensemble of n servers (normally 3) and waits
-// until every server serves and exactly one of them is the leader. On
-// failure every server is closed.
-func StartEnsemble(n int, opts Options) (*Ensemble, error) {
+// StartEnsemble starts an ensemble of n servers (3 is the usual size) for
+// the test, waits until every member serves and exactly one is the
+// leader, and closes it when the test ends. An ensemble of three takes
+// about two seconds to start. ZooKeeper is found as Start says (an
+// ensemble always runs servers of its own: ZKTEST_ADDR does not apply);
+// without an installation the test is skipped, or fails when
+// ZKTEST_REQUIRED=1.
+func StartEnsemble(t testing.TB, n int, opts ...Option) *Ensemble {
+	t.Helper()
+	skipShort(t)
+	e, err := NewEnsemble(n, opts...)
+	if err != nil {
+		unavailable(t, err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("zktest: closing the ensemble: %v", err)
+		}
+	})
+	return e
+}
+
+// NewEnsemble is StartEnsemble for programs without a testing.TB: the
+// caller must Close the ensemble. On failure every server is closed.
+func NewEnsemble(n int, opts ...Option) (*Ensemble, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("zktest: ensemble of %d servers", n)
 	}
-	opts = opts.withDefaults()
+	set := newSettings(opts)
+	if err := set.check(true); err != nil {
+		return nil, err
+	}
+	inst, err := host.locate(set.classPath)
+	if err != nil {
+		return nil, err
+	}
 	ports, err := freePorts(3 * n)
 	if err != nil {
 		return nil, err
@@ -33,9 +62,9 @@ func StartEnsemble(n int, opts Options) (*Ensemble, error) {
 	for i := range peers {
 		peers[i] = peer{id: i + 1, peerPort: ports[3*i+1], electionPort: ports[3*i+2]}
 	}
-	e := &Ensemble{opts: opts}
+	e := &Ensemble{set: set}
 	for i := 0; i < n; i++ {
-		s, err := newServer(opts, ports[3*i], i+1, peers)
+		s, err := newServer(set, inst, ports[3*i], i+1, peers)
 		if err != nil {
 			_ = e.Close()
 			return nil, err
@@ -44,16 +73,48 @@ func StartEnsemble(n int, opts Options) (*Ensemble, error) {
 	}
 	// Launch all JVMs at once: members wait for each other to elect.
 	for _, s := range e.Servers {
-		if err := s.start(); err != nil {
+		if err := s.launch(); err != nil {
 			_ = e.Close()
 			return nil, err
 		}
 	}
-	if err := e.waitQuorum(opts.StartTimeout, true); err != nil {
+	if err := e.waitQuorum(set.startTimeout, true); err != nil {
 		_ = e.Close()
 		return nil, err
 	}
 	return e, nil
+}
+
+// member returns Servers[i], or an error for an index out of range.
+func (e *Ensemble) member(i int) (*Server, error) {
+	if i < 0 || i >= len(e.Servers) {
+		return nil, fmt.Errorf("zktest: no server %d in an ensemble of %d", i, len(e.Servers))
+	}
+	return e.Servers[i], nil
+}
+
+// Kill kills server i (SIGKILL, no clean shutdown) and waits until it has
+// exited. Its data is kept for Restart. It does not wait for the others
+// to elect a new leader: WaitQuorum does.
+func (e *Ensemble) Kill(i int) error {
+	s, err := e.member(i)
+	if err != nil {
+		return err
+	}
+	return s.Kill()
+}
+
+// Restart starts server i again with its data (stopping it first if it
+// runs) and waits until the running members serve with one leader again.
+func (e *Ensemble) Restart(i int) error {
+	s, err := e.member(i)
+	if err != nil {
+		return err
+	}
+	if err := s.Restart(); err != nil {
+		return err
+	}
+	return e.WaitQuorum(e.set.startTimeout)
 }
 
 // Addrs returns the client addresses of all servers, running or not.
@@ -66,7 +127,8 @@ func (e *Ensemble) Addrs() []string {
 }
 
 // Leader returns the index in Servers of the server whose srvr reports
-// "Mode: leader". It fails if no running server, or more than one, does.
+// "Mode: leader". It fails if no running server, or more than one, does
+// (during an election, for example: WaitQuorum first).
 func (e *Ensemble) Leader() (int, error) {
 	leader := -1
 	for i, s := range e.Servers {

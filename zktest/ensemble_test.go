@@ -9,18 +9,9 @@ import (
 )
 
 func TestEnsembleLeaderFailover(t *testing.T) {
-	skipShort(t)
 	start := time.Now()
-	e, err := zktest.StartEnsemble(3, zktest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := zktest.StartEnsemble(t, 3)
 	t.Logf("3-server ensemble started in %v", time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-	})
 	if len(e.Servers) != 3 || len(e.Addrs()) != 3 {
 		t.Fatalf("ensemble has %d servers, %d addrs", len(e.Servers), len(e.Addrs()))
 	}
@@ -64,7 +55,7 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 	}
 
 	// Killing the leader elects a new one among the survivors.
-	if err := e.Servers[leader].Kill(); err != nil {
+	if err := e.Kill(leader); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()
@@ -90,10 +81,7 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 	}
 
 	// The old leader rejoins as a follower and has all the data.
-	if err := e.Servers[leader].Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.WaitQuorum(20 * time.Second); err != nil {
+	if err := e.Restart(leader); err != nil {
 		t.Fatal(err)
 	}
 	if r, _ := e.Servers[leader].FourLetter("srvr"); !strings.Contains(r, "Mode: follower") {

@@ -223,7 +223,7 @@ func TestProxyDropAll(t *testing.T) {
 
 func TestProxyRetarget(t *testing.T) {
 	s1 := zktest.Shared(t)
-	s2 := startServer(t, zktest.Options{})
+	s2 := startServer(t)
 	p := newProxy(t, s1.Addr())
 	port := func() string {
 		t.Helper()

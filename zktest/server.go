@@ -2,7 +2,6 @@ package zktest
 
 import (
 	"bytes"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,55 +16,7 @@ import (
 	"time"
 )
 
-// Options configure a server; zero values pick the defaults.
-type Options struct {
-	// TickTime is ZooKeeper's basic time unit (tickTime). Default 200ms.
-	// Session expiry is checked once per tick, so a small tick makes
-	// expiry prompt.
-	TickTime time.Duration
-	// MinSessionTimeout is the smallest session timeout the server grants
-	// (minSessionTimeout). Default 1s, so tests can use 1s sessions.
-	MinSessionTimeout time.Duration
-	// MaxSessionTimeout is the largest session timeout the server grants
-	// (maxSessionTimeout). Default 60s.
-	MaxSessionTimeout time.Duration
-	// ForceSync makes the server fsync its transaction log before
-	// acknowledging a write (forceSync=yes). Default false for fast tests;
-	// benchmarks set it to measure realistic write latency.
-	ForceSync bool
-	// ContainerCheckInterval is how often the server deletes empty
-	// container nodes and expired TTL nodes
-	// (-Dznode.container.checkIntervalMs). Default 1s.
-	ContainerCheckInterval time.Duration
-	// StartTimeout bounds how long starting waits for the server to serve.
-	// Default 30s.
-	StartTimeout time.Duration
-	// TLS, if set, makes the server also serve TLS clients on a second
-	// loopback port (see Server.SecureAddr) with this certificate: it is
-	// started with Netty (NettyServerCnxnFactory), a secureClientPort, and
-	// the certificate as a PEM key store (ssl.keyStore.type=PEM). Clients
-	// are not asked for certificates (ssl.clientAuth=none) unless
-	// TLSClientCA is set. The plain port
-	// keeps serving, so the four-letter words keep working. Standalone
-	// servers only (StartServer). Make one with NewCA and CA.Issue.
-	TLS *tls.Certificate
-	// TLSClientCA, with TLS, makes the server require a client certificate
-	// issued by this CA on its TLS port (ssl.clientAuth=need, the CA as a
-	// PEM trust store).
-	TLSClientCA *CA
-	// Log, if set, also receives the server's output. The output always
-	// goes to a log file in the server's directory too (see LogPath), whose
-	// tail is included in start-up errors. Log must stay usable until the
-	// server is stopped.
-	Log io.Writer
-}
-
 const (
-	defaultTickTime         = 200 * time.Millisecond
-	defaultMinSession       = time.Second
-	defaultMaxSession       = 60 * time.Second
-	defaultContainerCheck   = time.Second
-	defaultStartTimeout     = 30 * time.Second
 	stopGrace               = 10 * time.Second
 	pollInterval            = 50 * time.Millisecond
 	fourLetterDialTimeout   = 2 * time.Second
@@ -75,46 +25,28 @@ const (
 	logTailLines            = 40
 )
 
-func (o Options) withDefaults() Options {
-	if o.TickTime <= 0 {
-		o.TickTime = defaultTickTime
-	}
-	if o.MinSessionTimeout <= 0 {
-		o.MinSessionTimeout = defaultMinSession
-	}
-	if o.MaxSessionTimeout <= 0 {
-		o.MaxSessionTimeout = defaultMaxSession
-	}
-	if o.MaxSessionTimeout < o.MinSessionTimeout {
-		o.MaxSessionTimeout = o.MinSessionTimeout
-	}
-	if o.ContainerCheckInterval <= 0 {
-		o.ContainerCheckInterval = defaultContainerCheck
-	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = defaultStartTimeout
-	}
-	return o
-}
-
-// Server is one real ZooKeeper server process (a JVM started through
-// scripts/zk.sh run) listening on 127.0.0.1, with its own temporary
-// directory holding its config, data and log. A Server may be stopped and
-// started again any number of times; its data survives until Close.
+// Server is one real ZooKeeper server: a JVM of its own, listening on
+// 127.0.0.1 with its config, data and log in a temporary directory, or
+// the external server named by ZKTEST_ADDR. A Server of its own may be
+// stopped, killed, frozen and restarted any number of times; its data
+// survives until Close.
 type Server struct {
-	opts    Options
-	dir     string // temporary directory, removed by Close
-	cfgPath string
-	logPath string
-	port    int
-	// securePort is the TLS client port, 0 without Options.TLS.
+	set      settings
+	external string // ZKTEST_ADDR's server; "" for a process of ours
+	inst     installation
+	dir      string // temporary directory, removed by Close
+	cfgPath  string
+	logPath  string
+	port     int
+	// securePort is the TLS client port, 0 without WithTLS.
 	securePort int
-	// quorum is true for ensemble members: Start then only waits for the
-	// process to answer, since serving needs a quorum of peers.
+	// quorum is true for ensemble members: starting then only waits for
+	// the process to answer, since serving needs a quorum of peers.
 	quorum bool
 
-	mu     sync.Mutex // serializes Start/Stop/Kill/Close
+	mu     sync.Mutex // serializes Restart/Stop/Kill/Freeze/Thaw/Close
 	proc   *process   // nil while not running
+	frozen bool       // SIGSTOPped by Freeze
 	closed bool
 }
 
@@ -135,31 +67,62 @@ func (p *process) exited() bool {
 	}
 }
 
-// StartServer starts a standalone ZooKeeper server on a free loopback port
-// with a fresh temporary data directory, and waits until it serves
-// requests. On failure the process is killed and the error includes the
-// tail of the server log.
-func StartServer(opts Options) (*Server, error) {
-	opts = opts.withDefaults()
+// NewServer starts a standalone ZooKeeper server of its own, for programs
+// and TestMain functions that have no testing.TB; tests use Start. It
+// listens on a free port of 127.0.0.1 (or WithPort's) with a fresh
+// temporary directory and returns once the server serves requests; the
+// caller must Close it. ZKTEST_ADDR does not apply. Where ZooKeeper comes
+// from is described at Start; without one the error wraps
+// ErrNotInstalled. On a start-up failure the process is killed and the
+// error carries the last lines of the server's log.
+func NewServer(opts ...Option) (*Server, error) {
+	set := newSettings(opts)
+	if err := set.check(false); err != nil {
+		return nil, err
+	}
+	inst, err := host.locate(set.classPath)
+	if err != nil {
+		return nil, err
+	}
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	s, err := newServer(opts, ports[0], 0, nil)
+	port := ports[0]
+	if set.port != 0 {
+		port = set.port
+	}
+	s, err := newServer(set, inst, port, 0, nil)
 	if err != nil {
 		return nil, err
 	}
-	if opts.TLS != nil {
+	if set.tls != nil {
 		if err := s.enableTLS(ports[1]); err != nil {
 			_ = os.RemoveAll(s.dir)
 			return nil, err
 		}
 	}
-	if err := s.Start(); err != nil {
+	if err := s.Restart(); err != nil {
 		_ = os.RemoveAll(s.dir)
 		return nil, err
 	}
 	return s, nil
+}
+
+// externalServer is the server ZKTEST_ADDR names, or nil. Options that
+// configure a server process cannot apply to it: that is an error.
+func externalServer(set settings) (*Server, error) {
+	addr := strings.TrimSpace(os.Getenv(EnvAddr))
+	if addr == "" {
+		return nil, nil
+	}
+	if len(set.own) > 0 {
+		return nil, fmt.Errorf("zktest: %s needs a server of its own, but %s=%s names an external one (unset it to start servers here)", set.own[0], EnvAddr, addr)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("zktest: %s=%q: %w", EnvAddr, addr, err)
+	}
+	return &Server{set: set, external: addr}, nil
 }
 
 // peer is one ensemble member's quorum ports.
@@ -169,43 +132,60 @@ type peer struct {
 
 // newServer creates the server's directory and config without starting
 // it. myid > 0 makes it a member of the ensemble described by peers.
-func newServer(opts Options, port, myid int, peers []peer) (*Server, error) {
+func newServer(set settings, inst installation, port, myid int, peers []peer) (*Server, error) {
 	dir, err := os.MkdirTemp("", "zktest-")
 	if err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
 	s := &Server{
-		opts:    opts,
+		set:     set,
+		inst:    inst,
 		dir:     dir,
 		cfgPath: filepath.Join(dir, "zoo.cfg"),
 		logPath: filepath.Join(dir, "zookeeper.log"),
 		port:    port,
 		quorum:  myid > 0,
 	}
-	dataDir := filepath.Join(dir, "data")
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
+	files := map[string]string{
+		"zoo.cfg": config(set, filepath.Join(dir, "data"), port, peers),
+		// The server logs through slf4j: with log4j 1.2 behind it
+		// (Debian) this file, first on the class path, sends the log to
+		// the console, which the kit writes to zookeeper.log.
+		"log4j.properties": log4jConfig,
+	}
 	if myid > 0 {
-		if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(strconv.Itoa(myid)+"\n"), 0o644); err != nil {
+		files["data/myid"] = strconv.Itoa(myid) + "\n"
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		err = os.MkdirAll(filepath.Dir(p), 0o755)
+		if err == nil {
+			err = os.WriteFile(p, []byte(body), 0o644)
+		}
+		if err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, fmt.Errorf("zktest: %w", err)
 		}
 	}
-	if err := os.WriteFile(s.cfgPath, []byte(config(opts, dataDir, port, peers)), 0o644); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("zktest: %w", err)
-	}
 	return s, nil
 }
+
+const log4jConfig = `log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} [myid:%X{myid}] - %-5p [%t:%C{1}@%L] - %m%n
+`
 
 // enableTLS writes the key store (and trust store) and adds the TLS settings to zoo.cfg:
 // unknown keys of zoo.cfg become "zookeeper."-prefixed system properties,
 // which is where the server reads serverCnxnFactory and ssl.* from.
 func (s *Server) enableTLS(port int) error {
 	ks := filepath.Join(s.dir, "tls", "keystore.pem")
-	if err := writeKeyStore(ks, s.opts.TLS); err != nil {
+	if err := writeKeyStore(ks, s.set.tls); err != nil {
 		return err
 	}
 	var b strings.Builder
@@ -215,7 +195,7 @@ func (s *Server) enableTLS(port int) error {
 	w("secureClientPortAddress", "127.0.0.1")
 	w("ssl.keyStore.location", ks)
 	w("ssl.keyStore.type", "PEM")
-	if ca := s.opts.TLSClientCA; ca != nil {
+	if ca := s.set.tlsClientCA; ca != nil {
 		ts := filepath.Join(s.dir, "tls", "truststore.pem")
 		if err := os.WriteFile(ts, ca.PEM(), 0o600); err != nil {
 			return fmt.Errorf("zktest: %w", err)
@@ -241,23 +221,19 @@ func (s *Server) enableTLS(port int) error {
 }
 
 // config renders zoo.cfg.
-func config(opts Options, dataDir string, port int, peers []peer) string {
+func config(set settings, dataDir string, port int, peers []peer) string {
 	var b strings.Builder
 	w := func(k string, v any) { fmt.Fprintf(&b, "%s=%v\n", k, v) }
-	tick := opts.TickTime.Milliseconds()
-	if tick < 1 {
-		tick = 1
-	}
-	w("tickTime", tick)
+	w("tickTime", max(set.tickTime.Milliseconds(), 1))
 	w("dataDir", dataDir)
 	w("clientPort", port)
 	w("clientPortAddress", "127.0.0.1")
 	w("maxClientCnxns", 0)
 	w("admin.enableServer", "false")
 	w("4lw.commands.whitelist", "*")
-	w("minSessionTimeout", opts.MinSessionTimeout.Milliseconds())
-	w("maxSessionTimeout", opts.MaxSessionTimeout.Milliseconds())
-	if opts.ForceSync {
+	w("minSessionTimeout", set.minSession.Milliseconds())
+	w("maxSessionTimeout", set.maxSession.Milliseconds())
+	if set.forceSync {
 		w("forceSync", "yes")
 	} else {
 		w("forceSync", "no")
@@ -265,11 +241,13 @@ func config(opts Options, dataDir string, port int, peers []peer) string {
 	// Transaction log files are preallocated in steps of preAllocSize KB
 	// (64 MB by default): keep test data directories small.
 	w("preAllocSize", 4096)
+	// TTL nodes (zookeeper.extendedTypesEnabled).
+	w("extendedTypesEnabled", "true")
 	if len(peers) > 0 {
 		// initLimit and syncLimit are in ticks: give followers a few
 		// seconds to sync whatever the tick.
-		w("initLimit", ticksFor(5*time.Second, opts.TickTime))
-		w("syncLimit", ticksFor(2*time.Second, opts.TickTime))
+		w("initLimit", ticksFor(5*time.Second, set.tickTime))
+		w("syncLimit", ticksFor(2*time.Second, set.tickTime))
 		w("quorumListenOnAllIPs", "false")
 		w("electionPortBindRetry", 10)
 		if len(peers) == 1 {
@@ -279,6 +257,9 @@ func config(opts Options, dataDir string, port int, peers []peer) string {
 		for _, p := range peers {
 			w("server."+strconv.Itoa(p.id), fmt.Sprintf("127.0.0.1:%d:%d", p.peerPort, p.electionPort))
 		}
+	}
+	for _, kv := range set.config {
+		w(kv[0], kv[1])
 	}
 	return b.String()
 }
@@ -291,13 +272,17 @@ func ticksFor(d, tick time.Duration) int {
 	return n
 }
 
-// Addr returns the server's client address, "127.0.0.1:PORT".
+// Addr returns the server's client address, "127.0.0.1:PORT" (or
+// ZKTEST_ADDR's).
 func (s *Server) Addr() string {
+	if s.external != "" {
+		return s.external
+	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 }
 
 // SecureAddr returns the server's TLS client address, "127.0.0.1:PORT",
-// or "" for a server started without Options.TLS.
+// or "" for a server started without WithTLS.
 func (s *Server) SecureAddr() string {
 	if s.securePort == 0 {
 		return ""
@@ -305,17 +290,23 @@ func (s *Server) SecureAddr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.securePort))
 }
 
-// Port returns the server's client port.
+// Port returns the server's client port, or 0 for an external server.
 func (s *Server) Port() int { return s.port }
 
-// Dir returns the server's temporary directory (config, data and log).
+// External reports whether the server is the one ZKTEST_ADDR names, which
+// the kit cannot stop, kill or freeze.
+func (s *Server) External() bool { return s.external != "" }
+
+// Dir returns the server's temporary directory (config, data and log), or
+// "" for an external server.
 func (s *Server) Dir() string { return s.dir }
 
-// LogPath returns the path of the server's log file.
+// LogPath returns the path of the server's log file, or "" for an
+// external server.
 func (s *Server) LogPath() string { return s.logPath }
 
 // PID returns the process id of the running server JVM, or 0 when the
-// server is not running.
+// server is not running or is external.
 func (s *Server) PID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,50 +317,50 @@ func (s *Server) PID() int {
 }
 
 // Running reports whether the server process is alive (it may not serve
-// yet, or may have lost its quorum).
+// yet, may be frozen, or may have lost its quorum).
 func (s *Server) Running() bool {
 	return s.PID() != 0
 }
 
-// Start starts the server again on the same port with the same data
-// directory, so data written before a Stop or Kill is kept, and waits
-// until it answers. A standalone server is waited for until it serves
+// Restart starts the server again on the same port with the same data
+// directory, so what was written before a Stop or Kill is kept, and waits
+// until it answers; a running server is stopped first (cleanly), a frozen
+// one killed. A standalone server is waited for until it serves
 // requests; an ensemble member only until it answers ruok, because it
-// serves once a quorum has formed (see Ensemble.WaitQuorum). Start on a
-// running server does nothing.
-func (s *Server) Start() error {
+// serves once a quorum has formed (see Ensemble.WaitQuorum). On failure
+// the new process is killed and the error carries the log's last lines.
+func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("zktest: server is closed")
+	if err := s.usable(); err != nil {
+		return err
 	}
-	if s.proc != nil && !s.proc.exited() {
-		return nil
+	if err := s.stopLocked(); err != nil {
+		return err
 	}
-	s.reap()
 	p, err := s.spawn()
 	if err != nil {
 		return err
 	}
 	s.proc = p
-	if err := s.waitReady(p, !s.quorum, time.Now().Add(s.opts.StartTimeout)); err != nil {
+	if err := s.waitReady(p, !s.quorum, time.Now().Add(s.set.startTimeout)); err != nil {
 		s.killLocked()
 		return err
 	}
 	return nil
 }
 
-// start launches the process without waiting for it to answer.
-func (s *Server) start() error {
+// launch starts the process of a stopped server without waiting for it
+// to answer (ensembles start their members at once).
+func (s *Server) launch() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return errors.New("zktest: server is closed")
+	if err := s.usable(); err != nil {
+		return err
 	}
 	if s.proc != nil && !s.proc.exited() {
 		return nil
 	}
-	s.reap()
 	p, err := s.spawn()
 	if err != nil {
 		return err
@@ -378,28 +369,53 @@ func (s *Server) start() error {
 	return nil
 }
 
-// spawn execs `scripts/zk.sh run CONFIG DIR`; the script execs java, so
-// the child's pid is the JVM's.
-func (s *Server) spawn() (*process, error) {
-	script, err := ScriptPath()
-	if err != nil {
-		return nil, err
+// usable rejects calls on an external or closed server.
+func (s *Server) usable() error {
+	if s.external != "" {
+		return ErrExternal
 	}
+	if s.closed {
+		return errors.New("zktest: server is closed")
+	}
+	return nil
+}
+
+// jvmArgs are the server JVM's options: a small heap and a JIT tuned for
+// a quick start.
+func (s *Server) jvmArgs() []string {
+	args := []string{
+		"-Xms64m", "-Xmx256m",
+		"-XX:+UseSerialGC",
+		"-XX:TieredStopAtLevel=1",
+		"-XX:-UsePerfData",
+		"-Xshare:auto",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dzookeeper.log.dir=" + s.dir,
+		"-Dzookeeper.root.logger=INFO,CONSOLE",
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dzookeeper.jmx.log4j.disable=true",
+		"-Dznode.container.checkIntervalMs=" + strconv.FormatInt(s.set.containerCheck.Milliseconds(), 10),
+	}
+	args = append(args, s.set.jvmArgs...)
+	cp := append([]string{s.dir}, s.inst.classPath...)
+	return append(args, "-cp", strings.Join(cp, string(filepath.ListSeparator)),
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath)
+}
+
+// spawn runs java with the server's class path and config: no script or
+// file outside the server's own directory is needed, so the kit works
+// from a read-only module cache.
+func (s *Server) spawn() (*process, error) {
 	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("zktest: %w", err)
 	}
-	fmt.Fprintf(logFile, "==== zktest: starting %s on %s at %s ====\n", s.cfgPath, s.Addr(), time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command("bash", script, "run", s.cfgPath, s.dir)
-	cmd.Env = append(os.Environ(),
-		"ZK_CONTAINER_CHECK_MS="+strconv.FormatInt(s.opts.ContainerCheckInterval.Milliseconds(), 10),
-	)
-	// Whatever the script or the JVM prints ends up in the log file: the
-	// script appends the server log to DIR/zookeeper.log itself, or writes
-	// it to stdout when asked to so that it can also reach opts.Log.
-	if s.opts.Log != nil {
-		cmd.Env = append(cmd.Env, "ZK_LOG_STDOUT=1")
-		w := io.MultiWriter(logFile, s.opts.Log)
+	fmt.Fprintf(logFile, "==== zktest: starting %s on %s at %s (ZooKeeper from %s) ====\n",
+		s.cfgPath, s.Addr(), time.Now().Format(time.RFC3339Nano), s.inst.from)
+	cmd := exec.Command(s.inst.java, s.jvmArgs()...)
+	cmd.Dir = s.dir
+	if s.set.log != nil {
+		w := io.MultiWriter(logFile, s.set.log)
 		cmd.Stdout, cmd.Stderr = w, w
 	} else {
 		cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -407,7 +423,7 @@ func (s *Server) spawn() (*process, error) {
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return nil, fmt.Errorf("zktest: starting %s: %w", script, err)
+		return nil, fmt.Errorf("zktest: starting %s: %w", s.inst.java, err)
 	}
 	p := &process{cmd: cmd, logFile: logFile, done: make(chan struct{})}
 	go func() {
@@ -435,7 +451,7 @@ func (s *Server) waitReady(p *process, serving bool, deadline time.Time) error {
 			if serving {
 				what = "serve requests"
 			}
-			return fmt.Errorf("zktest: ZooKeeper on %s did not %s within %v%s", s.Addr(), what, s.opts.StartTimeout, s.logTail())
+			return fmt.Errorf("zktest: ZooKeeper on %s did not %s within %v%s", s.Addr(), what, s.set.startTimeout, s.logTail())
 		}
 		time.Sleep(pollInterval)
 	}
@@ -507,6 +523,9 @@ func tailFile(path string, lines int) string {
 func (s *Server) Stop() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.external != "" {
+		return ErrExternal
+	}
 	return s.stopLocked()
 }
 
@@ -516,6 +535,11 @@ func (s *Server) stopLocked() error {
 		return nil
 	}
 	if !p.exited() {
+		if s.frozen {
+			// A stopped JVM cannot shut down cleanly.
+			s.killLocked()
+			return nil
+		}
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
@@ -534,12 +558,16 @@ func (s *Server) stopLocked() error {
 func (s *Server) Kill() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.external != "" {
+		return ErrExternal
+	}
 	s.killLocked()
 	return nil
 }
 
 func (s *Server) killLocked() {
 	p := s.proc
+	s.proc, s.frozen = nil, false
 	if p == nil {
 		return
 	}
@@ -547,22 +575,48 @@ func (s *Server) killLocked() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
-	s.proc = nil
 }
 
-// reap forgets a process that exited on its own.
-func (s *Server) reap() {
-	if s.proc != nil && s.proc.exited() {
-		s.proc = nil
+// Freeze stops the server process with SIGSTOP, as a paused or swapped
+// out machine would stop: its connections stay open, nothing is answered,
+// no session expires on it (its clock stops too) and its peers in an
+// ensemble see it silent. Thaw resumes it. Restart, Stop, Kill and Close
+// on a frozen server kill it.
+func (s *Server) Freeze() error {
+	return s.signal(syscall.SIGSTOP, true)
+}
+
+// Thaw resumes a server stopped by Freeze (SIGCONT). On a server that is
+// not frozen it does nothing.
+func (s *Server) Thaw() error {
+	return s.signal(syscall.SIGCONT, false)
+}
+
+func (s *Server) signal(sig syscall.Signal, frozen bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
 	}
+	if s.frozen == frozen {
+		return nil
+	}
+	if s.proc == nil || s.proc.exited() {
+		return errors.New("zktest: server is not running")
+	}
+	if err := s.proc.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("zktest: %v: %w", sig, err)
+	}
+	s.frozen = frozen
+	return nil
 }
 
 // Close stops the server and removes its temporary directory. It is
-// idempotent.
+// idempotent. On an external server it does nothing.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.external != "" {
 		return nil
 	}
 	s.closed = true
@@ -630,49 +684,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// ScriptPath returns the path of scripts/zk.sh: $ZKRECIPES_ZK_SH if set,
-// else the repository's copy found next to this package's source, else
-// the first scripts/zk.sh found walking up from the working directory.
-func ScriptPath() (string, error) {
-	if p := os.Getenv("ZKRECIPES_ZK_SH"); p != "" {
-		return p, nil
-	}
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		p := filepath.Join(filepath.Dir(file), "..", "scripts", "zk.sh")
-		if _, err := os.Stat(p); err == nil {
-			return filepath.Clean(p), nil
-		}
-	}
-	if dir, err := os.Getwd(); err == nil {
-		for {
-			p := filepath.Join(dir, "scripts", "zk.sh")
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return "", errors.New("zktest: scripts/zk.sh not found (set ZKRECIPES_ZK_SH)")
-}
-
-// Installed reports whether ZooKeeper and java are available: nil if so,
-// else an error telling how to install them.
-func Installed() error {
-	jar := os.Getenv("ZK_JAR")
-	if jar == "" {
-		jar = "/usr/share/java/zookeeper.jar"
-	}
-	if _, err := os.Stat(jar); err != nil {
-		return fmt.Errorf("zktest: ZooKeeper is not installed (%s missing): run `scripts/zk.sh install` or `make test`", jar)
-	}
-	if _, err := exec.LookPath("java"); err != nil {
-		return errors.New("zktest: java is not installed: run `scripts/zk.sh install` or `make test`")
-	}
-	return nil
 }

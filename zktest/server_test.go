@@ -16,27 +16,13 @@ import (
 
 var openACL = zk.WorldACL(zk.PermAll)
 
-func skipShort(t *testing.T) {
+// startServer starts a server of the test's own and logs how long that
+// took.
+func startServer(t *testing.T, opts ...zktest.Option) *zktest.Server {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("zktest: real ZooKeeper tests skipped under -short")
-	}
-}
-
-func startServer(t *testing.T, opts zktest.Options) *zktest.Server {
-	t.Helper()
-	skipShort(t)
 	start := time.Now()
-	s, err := zktest.StartServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := zktest.Start(t, opts...)
 	t.Logf("standalone server on %s started in %v", s.Addr(), time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
 	return s
 }
 
@@ -66,7 +52,7 @@ func alive(pid int) bool {
 }
 
 func TestStandaloneStopStartKill(t *testing.T) {
-	s := startServer(t, zktest.Options{})
+	s := startServer(t)
 	if r, err := s.FourLetter("ruok"); err != nil || r != "imok" {
 		t.Fatalf("ruok = %q, %v", r, err)
 	}
@@ -97,7 +83,7 @@ func TestStandaloneStopStartKill(t *testing.T) {
 		t.Fatal("stopped server still answers ruok")
 	}
 	start := time.Now()
-	if err := s.Start(); err != nil {
+	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("restart took %v", time.Since(start).Round(time.Millisecond))
@@ -115,7 +101,7 @@ func TestStandaloneStopStartKill(t *testing.T) {
 	if s.Running() || alive(pid) {
 		t.Fatalf("server pid %d still running after Kill", pid)
 	}
-	if err := s.Start(); err != nil {
+	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	if s.PID() == pid {
@@ -139,8 +125,8 @@ func TestStandaloneStopStartKill(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("server dir %s still exists after Close: %v", dir, err)
 	}
-	if err := s.Start(); err == nil {
-		t.Fatal("Start after Close succeeded")
+	if err := s.Restart(); err == nil {
+		t.Fatal("Restart after Close succeeded")
 	}
 }
 
@@ -206,27 +192,27 @@ func TestContainerAndTTL(t *testing.T) {
 }
 
 func TestStartFailureReportsLog(t *testing.T) {
-	skipShort(t)
-	dir := t.TempDir()
-	script := filepath.Join(dir, "zk.sh")
-	body := "#!/usr/bin/env bash\necho 'marker: broken server' >&2\nexit 3\n"
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
+	if testing.Short() {
+		t.Skip("starts java")
 	}
-	t.Setenv("ZKRECIPES_ZK_SH", script)
-	s, err := zktest.StartServer(zktest.Options{StartTimeout: 5 * time.Second})
+	// A class path without ZooKeeper: java starts and exits at once.
+	s, err := zktest.NewServer(zktest.WithClassPath(t.TempDir()), zktest.WithStartTimeout(10*time.Second))
 	if err == nil {
 		s.Close()
-		t.Fatal("StartServer with a broken script succeeded")
+		t.Fatal("NewServer with a class path lacking ZooKeeper succeeded")
 	}
-	if !strings.Contains(err.Error(), "marker: broken server") || !strings.Contains(err.Error(), "exited") {
+	if errors.Is(err, zktest.ErrNotInstalled) {
+		t.Skip(err)
+	}
+	if !strings.Contains(err.Error(), "QuorumPeerMain") || !strings.Contains(err.Error(), "exited") {
 		t.Fatalf("error does not carry the log tail: %v", err)
 	}
 }
 
 func TestLogWriter(t *testing.T) {
 	var buf syncBuffer
-	s := startServer(t, zktest.Options{Log: &buf, TickTime: 100 * time.Millisecond, ForceSync: true})
+	s := startServer(t, zktest.WithLog(&buf), zktest.WithTickTime(100*time.Millisecond), zktest.WithForceSync(true),
+		zktest.WithConfig("snapCount", "1234"))
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +224,73 @@ func TestLogWriter(t *testing.T) {
 		t.Fatalf("log file %s lacks server output (%v)", s.LogPath(), err)
 	}
 	cfg, err := os.ReadFile(filepath.Join(s.Dir(), "zoo.cfg"))
-	if err != nil || !strings.Contains(string(cfg), "forceSync=yes") || !strings.Contains(string(cfg), "tickTime=100") {
+	if err != nil || !strings.Contains(string(cfg), "forceSync=yes") || !strings.Contains(string(cfg), "tickTime=100") ||
+		!strings.Contains(string(cfg), "snapCount=1234") {
 		t.Fatalf("zoo.cfg = %q, %v", cfg, err)
+	}
+}
+
+// TestFreezeThaw checks what a client sees of a frozen server: no answer
+// while frozen (its request waits, then its connection is given up), and
+// the same session again once the server is thawed, since a frozen
+// server's clock stops too.
+func TestFreezeThaw(t *testing.T) {
+	s := startServer(t)
+	c, events := zktest.ConnectWithEvents(t, 4*time.Second, s.Addr())
+	session := c.SessionID()
+	if err := s.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Freeze(); err != nil { // idempotent
+		t.Fatal(err)
+	}
+	if !s.Running() {
+		t.Fatal("a frozen server does not count as running")
+	}
+	frozen := time.Now()
+	got := make(chan error, 1)
+	go func() {
+		_, _, err := c.Children("/")
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("a request to a frozen server was answered (%v)", err)
+	case <-time.After(time.Second):
+	}
+	// go-zookeeper gives the connection up after 2/3 of the session
+	// timeout without a reply.
+	for ev := range events {
+		if ev.State == zk.StateDisconnected {
+			t.Logf("client disconnected %v after the freeze", time.Since(frozen).Round(time.Millisecond))
+			break
+		}
+	}
+	if err := s.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	thawed := time.Now()
+	for ev := range events {
+		if ev.State == zk.StateExpired {
+			t.Fatal("session expired across a freeze")
+		}
+		if ev.State == zk.StateHasSession {
+			break
+		}
+	}
+	t.Logf("session back %v after the thaw", time.Since(thawed).Round(time.Millisecond))
+	if c.SessionID() != session {
+		t.Fatalf("session %#x after the thaw, want %#x", c.SessionID(), session)
+	}
+	if _, _, err := c.Children("/"); err != nil {
+		t.Fatalf("after the thaw: %v", err)
+	}
+	<-got
+	// Stop on a frozen server kills it.
+	if err := s.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil || s.Running() {
+		t.Fatalf("Stop on a frozen server: %v, running %v", err, s.Running())
 	}
 }

@@ -3,6 +3,7 @@ package zktest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -23,28 +24,96 @@ const (
 	eventBuffer = 1024
 )
 
+// Start starts a real standalone ZooKeeper server for the test and
+// returns it; t.Cleanup stops it and removes its data. It listens on a
+// free port of 127.0.0.1 (see Server.Addr), keeps its config, data and
+// log in a temporary directory, and is tuned for tests (see the options
+// for the defaults: no fsync, 200ms ticks, sessions from 1s, container
+// and TTL checks every second, TTL nodes on). It returns once the server
+// serves requests; a server takes about a second to start (see
+// docs/testing.md for figures), so a package of tests usually shares one
+// (Shared).
+//
+// ZooKeeper is found in this order: WithClassPath; ZOOKEEPER_HOME, an
+// unpacked Apache ZooKeeper release (its lib/*.jar); Debian's zookeeper
+// package (/usr/share/java/zookeeper.jar). Java is $JAVA_HOME/bin/java,
+// else java on PATH. The kit runs java itself and writes only in its
+// temporary directories, so it works from a read-only module cache.
+//
+// When ZKTEST_ADDR names a running server ("host:port"), Start returns
+// that server instead of starting one, for machines without Java; the
+// fault helpers then come from Proxy alone, and options that configure a
+// server process end the test with an error.
+//
+// When no ZooKeeper installation is found the test is skipped with a
+// message saying what to install, or fails with that message when
+// ZKTEST_REQUIRED=1. Under go test -short the test is skipped.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	skipShort(t)
+	s, err := startFor(newSettings(opts))
+	if err != nil {
+		unavailable(t, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("zktest: closing the server on %s: %v", s.Addr(), err)
+		}
+	})
+	return s
+}
+
+// startFor returns ZKTEST_ADDR's server, or starts one with set.
+func startFor(set settings) (*Server, error) {
+	ext, err := externalServer(set)
+	if err != nil || ext != nil {
+		return ext, err
+	}
+	if err := set.check(false); err != nil {
+		return nil, err
+	}
+	return NewServer(func(s *settings) { *s = set })
+}
+
+// skipShort skips the test under go test -short: real ZooKeeper tests do
+// not run in short mode.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("zktest: real ZooKeeper tests are skipped under -short")
+	}
+}
+
+// unavailable ends the test on a failure to get a server: a skip when no
+// installation was found (a failure under ZKTEST_REQUIRED=1), else a
+// failure.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrNotInstalled) && !required() {
+		t.Skip(err)
+	}
+	t.Fatal(err)
+}
+
 var shared struct {
 	mu  sync.Mutex
 	srv *Server
 	err error
 }
 
-// Shared returns the test binary's shared standalone server, starting it
-// on first use. Tests that need a server of their own (to stop, kill or
-// configure it) use StartServer instead.
-//
-// Under -short it skips the test: real ZooKeeper tests do not run in short
-// mode. If ZooKeeper is not installed the test fails (rather than being
-// skipped) with a message telling to run `scripts/zk.sh install` or
-// `make test`. Use Main in TestMain so the server is stopped at the end.
+// Shared returns one server shared by every test of the test binary (the
+// package), started on first use with the default settings, so that a
+// package of tests pays for one server start. Each test works under a
+// root path of its own (UniquePath) and must not stop, freeze or
+// reconfigure the shared server: tests that do start their own with
+// Start. It skips or fails as Start does, and honours ZKTEST_ADDR. Call
+// Main (or Run) from TestMain to stop the server when the tests end.
 func Shared(t testing.TB) *Server {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("zktest: real ZooKeeper tests skipped under -short")
-	}
+	skipShort(t)
 	srv, err := SharedServer()
 	if err != nil {
-		t.Fatalf("zktest: shared server: %v", err)
+		unavailable(t, err)
 	}
 	return srv
 }
@@ -55,11 +124,7 @@ func SharedServer() (*Server, error) {
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if shared.srv == nil && shared.err == nil {
-		if err := Installed(); err != nil {
-			shared.err = err
-		} else {
-			shared.srv, shared.err = StartServer(Options{})
-		}
+		shared.srv, shared.err = startFor(newSettings(nil))
 	}
 	return shared.srv, shared.err
 }
@@ -75,6 +140,19 @@ func CloseShared() error {
 		return nil
 	}
 	return s.Close()
+}
+
+// Proxy starts a fault-injecting proxy in front of the server (see
+// Proxy) and closes it when the test ends. Clients connected to its Addr
+// reach the server through it.
+func (s *Server) Proxy(t testing.TB) *Proxy {
+	t.Helper()
+	p, err := NewProxy(s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }
 
 // Run runs the tests and then closes the shared server, and returns the

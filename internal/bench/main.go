@@ -201,17 +201,14 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 
 	addr, fsync := cfg.zkAddr, "unknown (external server)"
 	if addr == "" {
-		if err := zktest.Installed(); err != nil {
-			return err
-		}
 		progress("starting ZooKeeper (forceSync=%v)...", cfg.fsync)
-		srv, err := zktest.StartServer(zktest.Options{
-			ForceSync: cfg.fsync,
+		srv, err := zktest.NewServer(
+			zktest.WithForceSync(cfg.fsync),
 			// ZooKeeper's own default: the 1s of the test servers would
 			// make the server reap the mutex's empty container directory
 			// between cycles, which production servers rarely do.
-			ContainerCheckInterval: time.Minute,
-		})
+			zktest.WithContainerCheckInterval(time.Minute),
+		)
 		if err != nil {
 			return err
 		}

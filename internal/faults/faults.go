@@ -118,7 +118,7 @@ func (e *Env) Heal() error {
 	}
 	tg := e.Target
 	if tg.Server != nil {
-		if err := tg.Server.Start(); err != nil {
+		if err := startAll([]*zktest.Server{tg.Server}); err != nil {
 			return err
 		}
 	}
@@ -300,7 +300,7 @@ func injectRestart(ctx context.Context, e *Env) (int, error) {
 			return n, err
 		}
 		time.Sleep(e.dur(0, e.Target.SessionTimeout/2))
-		err := srv.Start()
+		err := srv.Restart()
 		unpin(ws)
 		if err != nil {
 			return n, err
@@ -330,7 +330,7 @@ func injectKillLeader(ctx context.Context, e *Env) (int, error) {
 		quorum := time.Since(at)
 		if err == nil {
 			time.Sleep(e.dur(0, time.Second))
-			err = ens.Servers[i].Start()
+			err = ens.Servers[i].Restart()
 		}
 		if err == nil {
 			err = ens.WaitQuorum(30 * time.Second)
@@ -363,7 +363,7 @@ func injectKillFollower(ctx context.Context, e *Env) (int, error) {
 		at := time.Now()
 		_ = ens.Servers[i].Kill()
 		time.Sleep(e.Target.SessionTimeout)
-		err = ens.Servers[i].Start()
+		err = ens.Servers[i].Restart()
 		if err == nil {
 			err = ens.WaitQuorum(30 * time.Second)
 		}
@@ -407,11 +407,13 @@ func injectRestartAll(ctx context.Context, e *Env) (int, error) {
 
 // startAll starts the servers that are not running, at the same time (an
 // ensemble member waits for its peers).
-func startAll[S interface{ Start() error }](servers []S) error {
+func startAll(servers []*zktest.Server) error {
 	errs := make([]error, len(servers))
 	var wg sync.WaitGroup
 	for i, s := range servers {
-		wg.Go(func() { errs[i] = s.Start() })
+		if !s.Running() {
+			wg.Go(func() { errs[i] = s.Restart() })
+		}
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -46,25 +46,11 @@ func (ts *targets) get(t *testing.T, on faults.On) *faults.Target {
 		srv := zktest.Shared(t)
 		tg = &faults.Target{Name: "standalone, proxied", Addrs: []string{srv.Addr()}, Proxied: true, SessionTimeout: standaloneSession}
 	case faults.OnStandalone:
-		if testing.Short() {
-			t.Skip("real ZooKeeper tests skipped under -short")
-		}
-		srv, err := zktest.StartServer(zktest.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts.t.Cleanup(func() { srv.Close() })
+		srv := zktest.Start(ts.t)
 		tg = &faults.Target{Name: "standalone, restartable", Addrs: []string{srv.Addr()}, Server: srv, SessionTimeout: standaloneSession}
 	case faults.OnEnsemble:
-		if testing.Short() {
-			t.Skip("real ZooKeeper tests skipped under -short")
-		}
 		start := time.Now()
-		ens, err := zktest.StartEnsemble(3, zktest.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ts.t.Cleanup(func() { ens.Close() })
+		ens := zktest.StartEnsemble(ts.t, 3)
 		t.Logf("ensemble started in %v", time.Since(start).Round(time.Millisecond))
 		tg = &faults.Target{Name: "3-server ensemble", Addrs: ens.Addrs(), Ensemble: ens, SessionTimeout: ensembleSession}
 	}

@@ -69,10 +69,6 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "soak: -episode must be at least 5s")
 		return 2
 	}
-	if err := zktest.Installed(); err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		return 2
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	goroutinesBefore := runtime.NumGoroutine()
@@ -288,8 +284,8 @@ func startServers() (*servers, error) {
 	s := &servers{}
 	var srvErr, ensErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { s.srv, srvErr = zktest.StartServer(zktest.Options{}) })
-	wg.Go(func() { s.ens, ensErr = zktest.StartEnsemble(3, zktest.Options{}) })
+	wg.Go(func() { s.srv, srvErr = zktest.NewServer() })
+	wg.Go(func() { s.ens, ensErr = zktest.NewEnsemble(3) })
 	wg.Wait()
 	if srvErr != nil || ensErr != nil {
 		s.close()
