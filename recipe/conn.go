@@ -9,12 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
 // wrapDialer records when bytes arrive from a server (for the watchdog) and
@@ -147,50 +144,6 @@ func (t *trackedConn) note(p []byte) {
 				t.c.negotiatedMs.Store(int64(ms))
 			}
 			t.c.wireSession.Store(int64(binary.BigEndian.Uint64(t.hdr[12:20])))
-		}
-	}
-}
-
-// subscriber is one Subscribe call's unbounded, ordered queue.
-type subscriber struct {
-	mu       sync.Mutex
-	queue    []engine.Event
-	notify   chan struct{}
-	out      chan engine.Event
-	stop     chan struct{}
-	stopOnce sync.Once
-}
-
-func (s *subscriber) push(e engine.Event) {
-	s.mu.Lock()
-	s.queue = append(s.queue, e)
-	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (s *subscriber) close() { s.stopOnce.Do(func() { close(s.stop) }) }
-
-func (s *subscriber) pump() {
-	defer close(s.out)
-	for {
-		s.mu.Lock()
-		q := s.queue
-		s.queue = nil
-		s.mu.Unlock()
-		for _, e := range q {
-			select {
-			case s.out <- e:
-			case <-s.stop:
-				return
-			}
-		}
-		select {
-		case <-s.notify:
-		case <-s.stop:
-			return
 		}
 	}
 }
