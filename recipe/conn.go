@@ -14,8 +14,12 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// wrapDialer records when bytes arrive from a server (for the watchdog) and
-// reads the session timeout the server granted from each connect response.
+// wrapDialer wraps each connection in a trackedConn. Its wire tap tells the
+// watchdog when a server answered one of our requests, as of the time the
+// request was written (see Client.heardAt: bytes that merely arrive, such as
+// watch notifications or replies buffered during a pause, prove nothing),
+// and notes the zxids of create replies; the connection also reads the
+// session timeout the server granted from each connect response.
 func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		start := time.Now()
@@ -73,8 +77,9 @@ func handshake(conn net.Conn, cfg *tls.Config, address string, timeout time.Dura
 	return tc, nil
 }
 
-// trackedConn is a net.Conn that notes every read for the client and taps
-// create replies for their zxids (see wire.go).
+// trackedConn is a net.Conn whose reads and writes go through a wire tap
+// (see wire.go), which notes the replies to our requests for the watchdog
+// and the zxids of create replies.
 //
 // It also buffers reads: go-zookeeper reads every reply with two calls (the
 // length, then the frame), each a system call on a bare connection. Here
