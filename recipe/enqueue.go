@@ -30,7 +30,7 @@ func enqueue(ctx context.Context, as []*attempt) (progress bool, err error) {
 		paths[i] = join(l.dir, a.prefix+l.spec.LockName)
 	}
 	for tries := 0; ; tries++ {
-		sid, ep := l.c.conn.SessionID(), l.c.currentEpoch()
+		sid, ep := l.c.zk.SessionID(), l.c.currentEpoch()
 		for _, a := range as {
 			a.created, a.session = createUnknown, sid
 		}

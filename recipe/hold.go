@@ -301,7 +301,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 	maybeDeleted := false // a delete was sent whose reply was lost
 	err := c.retryDo(ctx, h.l.releaseNote, func(ctx context.Context) error {
-		if sid := c.conn.SessionID(); sid != 0 && sid != h.session {
+		if sid := c.zk.SessionID(); sid != 0 && sid != h.session {
 			return ErrSessionExpired
 		}
 		err := c.delete(ctx, h.path)

@@ -16,7 +16,7 @@ func (c *Client) children(ctx context.Context, dir string) ([]string, error) {
 	var names []string
 	c.stats.lists.Add(1)
 	err := c.call(ctx, func() (err error) {
-		names, _, err = c.conn.Children(dir)
+		names, _, err = c.zk.Children(dir)
 		return err
 	})
 	if err != nil {
@@ -30,7 +30,7 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 	var st *zk.Stat
 	c.stats.reads.Add(1)
 	err := c.call(ctx, func() (err error) {
-		data, st, err = c.conn.Get(path)
+		data, st, err = c.zk.Get(path)
 		return err
 	})
 	if err != nil {
@@ -50,7 +50,7 @@ func (c *Client) getDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <
 	var ch <-chan zk.Event
 	c.stats.reads.Add(1)
 	err := c.call(ctx, func() (err error) {
-		data, st, ch, err = c.conn.GetW(path)
+		data, st, ch, err = c.zk.GetW(path)
 		return err
 	})
 	if err != nil {
@@ -64,7 +64,7 @@ func (c *Client) childrenW(ctx context.Context, path string) ([]string, <-chan z
 	var ch <-chan zk.Event
 	c.stats.lists.Add(1)
 	err := c.call(ctx, func() (err error) {
-		names, _, ch, err = c.conn.ChildrenW(path)
+		names, _, ch, err = c.zk.ChildrenW(path)
 		return err
 	})
 	if err != nil {
@@ -79,7 +79,7 @@ func (c *Client) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 	var ch <-chan zk.Event
 	c.stats.reads.Add(1)
 	err := c.call(ctx, func() (err error) {
-		ok, st, ch, err = c.conn.ExistsW(path)
+		ok, st, ch, err = c.zk.ExistsW(path)
 		return err
 	})
 	if err != nil {
@@ -91,14 +91,14 @@ func (c *Client) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 func (c *Client) setData(ctx context.Context, path string, data []byte) error {
 	c.stats.writes.Add(1)
 	return c.call(ctx, func() error {
-		_, err := c.conn.Set(path, data, -1)
+		_, err := c.zk.Set(path, data, -1)
 		return err
 	})
 }
 
 func (c *Client) delete(ctx context.Context, path string) error {
 	c.stats.deletes.Add(1)
-	return c.call(ctx, func() error { return c.conn.Delete(path, -1) })
+	return c.call(ctx, func() error { return c.zk.Delete(path, -1) })
 }
 
 // createNodes creates one ephemeral sequential node per path: with one
@@ -128,7 +128,7 @@ func (c *Client) createNodes(ctx context.Context, paths []string, data []byte, b
 	}
 	c.stats.creates.Add(1)
 	inflight, err = c.callTracked(ctx, func() error {
-		res, err := c.conn.Multi(ops...)
+		res, err := c.zk.Multi(ops...)
 		for i, r := range res {
 			if r.Error != nil && err == nil {
 				err = r.Error
@@ -168,14 +168,14 @@ func (c *Client) createThenRead(ctx context.Context, path string, data []byte, b
 	}
 	var written <-chan struct{} // nil: never
 	if behind {
-		w, forget := c.createWrites.expect(path)
+		w, forget := c.zk.createWritten(path)
 		defer forget()
 		written = w
 	}
 	var out string // written by the request, read once it is done
 	c.stats.creates.Add(1)
 	cr := c.start(func() (err error) {
-		out, err = c.conn.Create(path, data, ephemeralSequential, c.cfg.acl)
+		out, err = c.zk.Create(path, data, ephemeralSequential, c.cfg.acl)
 		return err
 	})
 	var q *queueRead
@@ -185,13 +185,13 @@ func (c *Client) createThenRead(ctx context.Context, path string, data []byte, b
 		q = &queueRead{}
 		c.stats.lists.Add(1)
 		reads = append(reads, c.start(func() (err error) {
-			q.names, _, err = c.conn.Children(dir)
+			q.names, _, err = c.zk.Children(dir)
 			return err
 		}))
 		if readDir {
 			c.stats.reads.Add(1)
 			reads = append(reads, c.start(func() (err error) {
-				q.dirData, _, err = c.conn.Get(dir)
+				q.dirData, _, err = c.zk.Get(dir)
 				return err
 			}))
 		}
@@ -206,7 +206,7 @@ func (c *Client) createThenRead(ctx context.Context, path string, data []byte, b
 	if cr.err != nil {
 		return "", 0, nil, nil, c.mapClosed(cr.err)
 	}
-	zxid, _ = c.zxids.take(out)
+	zxid, _ = c.zk.createZxid(out)
 	for _, r := range reads {
 		select {
 		case <-r.done:
@@ -277,12 +277,12 @@ func (c *Client) ensureDirACL(ctx context.Context, dir string, data []byte, acl 
 	for range maxSetupTries {
 		c.stats.creates.Add(1)
 		err := c.call(ctx, func() error {
-			_, err := c.conn.CreateContainer(dir, data, zk.FlagContainer, acl)
+			_, err := c.zk.CreateContainer(dir, data, zk.FlagContainer, acl)
 			return err
 		})
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
-			c.zxids.take(dir) // nobody needs a directory's zxid
+			c.zk.createZxid(dir) // nobody needs a directory's zxid
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
 			if err := c.ensureDirACL(ctx, parentOf(dir), nil, zk.WorldACL(zk.PermAll)); err != nil {
