@@ -79,6 +79,7 @@ type attempt struct {
 	session  int64           // session that sent the create
 	token    int64           // czxid of our node, 0 until known
 	dupRisk  bool            // a create of unknown outcome was not found: it may yet appear
+	missed   bool            // a listing lacked our node: verify reads it, whoever created it
 	inflight <-chan struct{} // a create abandoned when ctx ended
 
 	// What we know of the queue and what we watch.
@@ -164,7 +165,10 @@ func (a *attempt) decide() (turn, error) {
 	dec, err := a.l.spec.Driver.Decide(a.queue, a.node)
 	switch {
 	case errors.Is(err, driver.ErrNotInQueue):
-		return turn{next: verifying}, nil // our node vanished from the listing: look again
+		// Our node vanished from the listing: look again, at the node
+		// itself (a listing alone would keep missing it).
+		a.missed = true
+		return turn{next: verifying}, nil
 	case err != nil:
 		return turn{next: deciding}, err
 	case a.ep.ended(), a.l.c.cfg.tolerateSuspension && a.l.c.suspended(a.ep):

@@ -134,9 +134,10 @@ func (a *attempt) takeRead(ep *epoch, r *queueRead) (phase, error) {
 
 // listingVouches reports whether a listing made in epoch ep is enough to
 // know our node: we created it in ep's session and its create reply named
-// it and carried its token. Any other node must be read as well.
+// it and carried its token, and no listing has lacked it since. Any other
+// node must be read as well.
 func (a *attempt) listingVouches(ep *epoch) bool {
-	return a.created == createdHere && a.token != 0 && a.session == ep.session
+	return a.created == createdHere && a.token != 0 && a.session == ep.session && !a.missed
 }
 
 // accept records a listing made in epoch ep, and the directory's data read
