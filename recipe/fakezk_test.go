@@ -21,10 +21,10 @@ import (
 // A script sees every request before it is applied and may fail it, lose
 // its reply, or act as another client (delete a node, expire the session).
 type fakeZK struct {
-	c      *Client
-	script func(f *fakeZK, r *fakeCall) // nil: every request succeeds
+	c *Client
 
 	mu       sync.Mutex
+	script   func(f *fakeZK, r *fakeCall) // nil: every request succeeds
 	session  int64
 	zxid     int64
 	clock    time.Duration
@@ -104,11 +104,19 @@ func (f *fakeZK) request(r *fakeCall) error {
 	f.requests[r.op]++
 	f.calls[r.op+" "+r.path]++
 	r.n, r.np = f.requests[r.op], f.calls[r.op+" "+r.path]
+	script := f.script
 	f.mu.Unlock()
-	if f.script != nil {
-		f.script(f, r)
+	if script != nil {
+		script(f, r)
 	}
 	return r.fail
+}
+
+// setScript has script see every request from now on (nil: none).
+func (f *fakeZK) setScript(script func(f *fakeZK, r *fakeCall)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script = script
 }
 
 // reply ends a request: the script's after runs, the server is heard

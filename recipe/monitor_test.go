@@ -26,7 +26,7 @@ func fakeHold(t *testing.T, spec LockSpec, script func(f *fakeZK, r *fakeCall), 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	f.script = script
+	f.setScript(script)
 	h, err := l.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -374,10 +374,10 @@ func runPhaseCase(t *testing.T, tc phaseCase) {
 	defer cancel()
 	e := &phaseEnv{f: f, cancel: cancel}
 	if tc.script != nil {
-		f.script = func(f *fakeZK, r *fakeCall) { tc.script(e, r) }
+		f.setScript(func(f *fakeZK, r *fakeCall) { tc.script(e, r) })
 	}
 	hs, err := phaseAcquire(ctx, l, tc.try, n)
-	f.script = nil
+	f.setScript(nil)
 	if got := f.requestCounts(); tc.requests != "" && got != tc.requests {
 		t.Errorf("requests %s, want %s", got, tc.requests)
 	}
