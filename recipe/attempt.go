@@ -25,7 +25,9 @@ const protectedPrefix = "_c_"
 const maxSetupTries = 8
 
 // phase is where an attempt stands. Each phase is one small function that
-// does at most one round trip and names the phase that follows:
+// does at most one round trip and returns the phase that follows; only the
+// loop in attempt.run (and group.run, for the nodes of one AcquireN)
+// moves an attempt on:
 //
 //	enqueuing -> verifying -> deciding -> arming -> waiting -> deciding ...
 //	                                  \-> held (or ErrWouldBlock for a try)
@@ -45,6 +47,13 @@ const (
 	held                   // done: the driver says our node holds
 )
 
+// turn is what one phase did: the phase that follows, and whether it
+// completed a round trip (progress starts the retry schedule afresh).
+type turn struct {
+	next     phase
+	progress bool
+}
+
 // creation is what is known of the create behind our node.
 type creation int
 
@@ -61,7 +70,7 @@ type attempt struct {
 	l     *Lock
 	try   bool // look once, do not wait
 	span  trace.Span
-	phase phase
+	phase phase // where run resumes; set by run and group.run only
 
 	// Our node.
 	prefix   string          // "_c_<uuid>-"
@@ -70,6 +79,7 @@ type attempt struct {
 	session  int64           // session that sent the create
 	token    int64           // czxid of our node, 0 until known
 	dupRisk  bool            // a create of unknown outcome was not found: it may yet appear
+	missed   bool            // a listing lacked our node: verify reads it, whoever created it
 	inflight <-chan struct{} // a create abandoned when ctx ended
 
 	// What we know of the queue and what we watch.
@@ -97,7 +107,7 @@ func (a *attempt) newID() {
 		a.l.c.cleanup(cleanupJob{dir: a.l.dir, prefix: a.prefix, sweep: true})
 		a.dupRisk = false
 	}
-	*a = attempt{l: a.l, try: a.try, span: a.span, inflight: a.inflight, waited: a.waited,
+	*a = attempt{l: a.l, try: a.try, span: a.span, phase: a.phase, inflight: a.inflight, waited: a.waited,
 		prefix: protectedPrefix + uuid.NewString() + "-"}
 }
 
@@ -111,22 +121,23 @@ func (a *attempt) run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		progress, err := a.step(ctx)
+		t, err := a.step(ctx)
+		a.phase = t.next
 		if err != nil {
 			if err := w.Wait(ctx, err); err != nil {
 				return err
 			}
 			continue
 		}
-		if progress {
+		if t.progress {
 			w.Reset()
 		}
 	}
 	return nil
 }
 
-// step runs the current phase once; progress reports a successful round trip.
-func (a *attempt) step(ctx context.Context) (progress bool, err error) {
+// step runs the current phase once.
+func (a *attempt) step(ctx context.Context) (turn, error) {
 	switch a.phase {
 	case enqueuing:
 		return enqueue(ctx, []*attempt{a})
@@ -135,46 +146,47 @@ func (a *attempt) step(ctx context.Context) (progress bool, err error) {
 	case relisting:
 		return a.relist(ctx)
 	case deciding:
-		return false, a.decide()
+		return a.decide()
 	case arming:
 		return a.arm(ctx)
 	case waiting:
 		return a.await(ctx)
 	}
-	return false, nil
+	return turn{next: a.phase}, nil
 }
 
 // decide asks the driver whether our node holds, from the known queue.
-func (a *attempt) decide() error {
+func (a *attempt) decide() (turn, error) {
 	if a.stale && a.trimmed {
 		// The known queue was trimmed to the watched window: after a
 		// change in it, only a fresh listing can decide.
-		a.phase = relisting
-		return nil
+		return turn{next: relisting}, nil
 	}
 	dec, err := a.l.spec.Driver.Decide(a.queue, a.node)
 	switch {
 	case errors.Is(err, driver.ErrNotInQueue):
-		a.phase = verifying // our node vanished from the listing: look again
-		return nil
+		// Our node vanished from the listing: look again, at the node
+		// itself (a listing alone would keep missing it).
+		a.missed = true
+		return turn{next: verifying}, nil
 	case err != nil:
-		return err
+		return turn{next: deciding}, err
 	case a.ep.ended(), a.l.c.cfg.tolerateSuspension && a.l.c.suspended(a.ep):
-		a.phase = verifying // wait for a trusted session before holding
-		return nil
-	case a.ownGone():
-		return nil
+		return turn{next: verifying}, nil // wait for a trusted session before holding
+	}
+	if next, changed := a.ownGone(); changed {
+		return turn{next: next}, nil
+	}
+	switch {
 	case dec.Held:
-		a.phase = held
-		return nil
+		return turn{next: held}, nil
 	case a.try:
-		return ErrWouldBlock
+		return turn{next: deciding}, ErrWouldBlock
 	case a.stale:
 		// Woken but not at the front of the known queue: the nodes still
 		// listed ahead are probably gone. One listing beats a read per
 		// stale node.
-		a.phase = relisting
-		return nil
+		return turn{next: relisting}, nil
 	}
 	if a.span.IsRecording() {
 		a.span.SetAttributes(telemetry.AttrPosition.Int(dec.Position))
@@ -182,24 +194,39 @@ func (a *attempt) decide() error {
 	a.trim(dec)
 	a.watch = dec.Watch
 	a.waited = true
-	a.phase = arming
-	return nil
+	return turn{next: arming}, nil
 }
 
-// ownGone reports, without blocking, whether an event arrived for our node,
-// and sets the phase that follows it.
-func (a *attempt) ownGone() bool {
+// ownGone reports, without blocking, whether an event arrived for our
+// node, and the phase that follows it.
+func (a *attempt) ownGone() (next phase, changed bool) {
 	select {
 	case ev := <-a.ownW:
-		a.ownW = nil
-		a.phase = verifying
-		if ev.Type == zk.EventNodeDeleted {
-			a.newID()
-		}
-		return true
+		return a.ownChanged(ev), true
 	default:
-		return false
+		return a.phase, false
 	}
+}
+
+// ownChanged applies an event on our own node's watch: our node's standing
+// is in doubt (verifying), or it is gone (enqueuing, under a new UUID).
+func (a *attempt) ownChanged(ev zk.Event) phase {
+	a.ownW = nil
+	if ev.Type == zk.EventNodeDeleted {
+		a.newID()
+		return enqueuing
+	}
+	return verifying
+}
+
+// recheck reports whether a node that held while later nodes of its group
+// waited has lost its standing meanwhile (its session expired, or went
+// untrusted, or an event came for it), and the phase it resumes from.
+func (a *attempt) recheck() (next phase, lost bool) {
+	if a.ep.ended() {
+		return verifying, true
+	}
+	return a.ownGone()
 }
 
 // hold turns a successful attempt into a Hold watching its node.
@@ -240,12 +267,16 @@ func newGroup(l *Lock, n int, try bool, span trace.Span) group {
 func (g group) run(ctx context.Context) error {
 	if len(g) > 1 {
 		l := g[0].l
-		err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) error {
-			_, err := enqueue(ctx, g)
+		var t turn
+		err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
+			t, err = enqueue(ctx, g)
 			return err
 		})
 		if err != nil {
 			return err
+		}
+		for _, a := range g {
+			a.phase = t.next
 		}
 	}
 	for {
@@ -255,15 +286,13 @@ func (g group) run(ctx context.Context) error {
 			}
 		}
 		// A node that held while a later one waited may have been lost
-		// meanwhile (its session expired, or went untrusted): hand out
-		// no hold that is already over. Such an attempt looks again, in
-		// the session trusted now, and the group waits once more.
+		// meanwhile: hand out no hold that is already over. Such an
+		// attempt looks again, in the session trusted now, and the group
+		// waits once more.
 		again := false
 		for _, a := range g {
-			if a.ep.ended() || a.ownGone() {
-				if a.phase == held {
-					a.phase = verifying
-				}
+			if next, lost := a.recheck(); lost {
+				a.phase = next
 				again = true
 			}
 		}

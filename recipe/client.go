@@ -19,21 +19,21 @@ import (
 const instrumentationName = "github.com/zkrecipes/zkrecipes"
 
 // Client is a ZooKeeper session shared by any number of recipes. It adds to
-// go-zookeeper what locks need: contexts on every call, connection-state
-// fan-out to any number of subscribers, and loss detection (session expiry,
-// and silence long enough that the server may expire the session).
+// go-zookeeper what locks need: contexts on every call, epochs of trust in
+// the session, and loss detection (session expiry, and silence long enough
+// that the server may expire the session).
 //
 // A Client is safe for concurrent use. Close it when done: closing ends the
 // session, so the server deletes every node the client still holds.
 type Client struct {
-	conn   *zk.Conn
+	zk     zkSeam   // everything the engine learns from ZooKeeper
+	conn   *zk.Conn // the go-zookeeper connection behind zk (see Conn)
 	cfg    config
 	log    *slog.Logger
 	tracer trace.Tracer
 	ins    instruments
 
-	clock         time.Time     // monotonic base of lastHeard
-	lastHeard     atomic.Int64  // nanos since clock at which a server was last known alive
+	lastHeard     atomic.Int64  // when a server was last known alive, on the seam's clock (nanos)
 	dialErr       atomic.Value  // error of the last failed dial
 	dials         atomic.Int64  // connections opened
 	untrusted     chan struct{} // closed when a server's certificate is refused
@@ -61,30 +61,64 @@ type Client struct {
 // returns when it is established, or with an error when ctx ends first (the
 // half-open connection is then closed). Bad input is refused before any I/O.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
+	cfg, err := connectConfig(ctx, servers, opts)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(cfg)
+	live := &liveZK{c: c, start: time.Now()}
+	c.zk = live
+	dial := cfg.dialer
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	conn, _, err := zk.Connect(servers, cfg.sessionTimeout,
+		zk.WithHostProvider(&hostProvider{c: c}),
+		zk.WithDialer(c.wrapDialer(dial)),
+		zk.WithEventCallback(live.onEvent),
+		zk.WithLogger(zkLogger{c.log}),
+		zk.WithLogInfo(false),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("recipe: connect: %w", err)
+	}
+	live.Conn, c.conn = conn, conn
+	c.goroutine(c.watchdog)
+	if err := c.awaitSession(ctx, servers); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// connectConfig checks Connect's input and applies the options.
+func connectConfig(ctx context.Context, servers []string, opts []Option) (config, error) {
+	cfg := defaultConfig()
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return cfg, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
 	if len(servers) == 0 {
-		return nil, fmt.Errorf("%w: no servers", ErrInvalidArgument)
+		return cfg, fmt.Errorf("%w: no servers", ErrInvalidArgument)
 	}
 	for _, s := range servers {
 		if err := checkServer(s); err != nil {
-			return nil, err
+			return cfg, err
 		}
 	}
-	cfg := defaultConfig()
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrInvalidArgument)
+			return cfg, fmt.Errorf("%w: nil option", ErrInvalidArgument)
 		}
 		o(&cfg)
 	}
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
+	return cfg, cfg.validate()
+}
+
+// newClient returns a client with no seam yet: the caller attaches one
+// (c.zk) before any request.
+func newClient(cfg config) *Client {
 	c := &Client{
 		cfg:       cfg,
-		clock:     time.Now(),
 		log:       cfg.logger,
 		tracer:    cfg.tracerProvider.Tracer(instrumentationName),
 		connected: make(chan struct{}),
@@ -96,49 +130,36 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 	}
 	c.lifetime, c.cancelLife = context.WithCancel(context.Background())
 	c.negotiatedMs.Store(cfg.sessionTimeout.Milliseconds())
-	dial := cfg.dialer
-	if dial == nil {
-		dial = net.DialTimeout
-	}
-	conn, _, err := zk.Connect(servers, cfg.sessionTimeout,
-		zk.WithHostProvider(&hostProvider{c: c}),
-		zk.WithDialer(c.wrapDialer(dial)),
-		zk.WithEventCallback(c.onEvent),
-		zk.WithLogger(zkLogger{c.log}),
-		zk.WithLogInfo(false),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("recipe: connect: %w", err)
-	}
-	c.conn = conn
-	c.goroutine(c.watchdog)
+	return c
+}
 
+// awaitSession waits until the first session is established and
+// authenticates it, or says why it was not.
+func (c *Client) awaitSession(ctx context.Context, servers []string) error {
 	select {
 	case <-c.connected:
 	case <-c.untrusted:
-		c.Close()
 		err, _ := c.dialErr.Load().(error)
-		return nil, fmt.Errorf("recipe: connect to %v: %w", servers, err)
+		return fmt.Errorf("recipe: connect to %v: %w", servers, err)
 	case <-ctx.Done():
-		c.Close()
 		if err, ok := c.dialErr.Load().(error); ok {
-			return nil, fmt.Errorf("recipe: connect to %v: %w (last dial: %w)", servers, ctx.Err(), err)
+			return fmt.Errorf("recipe: connect to %v: %w (last dial: %w)", servers, ctx.Err(), err)
 		}
 		if c.dials.Load() > 0 {
-			return nil, fmt.Errorf("recipe: connect to %v: %w (connections were accepted but no server completed the ZooKeeper handshake: a TLS port without WithTLS?)", servers, ctx.Err())
+			return fmt.Errorf("recipe: connect to %v: %w (connections were accepted but no server completed the ZooKeeper handshake: a TLS port without WithTLS?)", servers, ctx.Err())
 		}
-		return nil, fmt.Errorf("recipe: connect to %v: %w", servers, ctx.Err())
+		return fmt.Errorf("recipe: connect to %v: %w", servers, ctx.Err())
 	}
-	if cfg.auth {
-		err := c.call(ctx, func() error {
-			return c.conn.AddAuth("digest", []byte(cfg.authUser+":"+cfg.authPassword))
-		})
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("recipe: digest auth: %w", err)
-		}
+	if !c.cfg.auth {
+		return nil
 	}
-	return c, nil
+	err := c.call(ctx, func() error {
+		return c.zk.AddAuth("digest", []byte(c.cfg.authUser+":"+c.cfg.authPassword))
+	})
+	if err != nil {
+		return fmt.Errorf("recipe: digest auth: %w", err)
+	}
+	return nil
 }
 
 // Close ends the session (the server deletes every ephemeral node it owns),
@@ -151,8 +172,8 @@ func (c *Client) Close() error {
 		c.endEpochLocked(c.cur, ErrClosed)
 		c.mu.Unlock()
 		c.cancelLife()
-		if c.conn != nil {
-			c.conn.Close()
+		if c.zk != nil {
+			c.zk.Close()
 		}
 		c.wg.Wait()
 	})
@@ -167,7 +188,7 @@ func (c *Client) SessionID() int64 {
 	if e := c.currentEpoch(); e != nil {
 		return e.session
 	}
-	return c.conn.SessionID()
+	return c.zk.SessionID()
 }
 
 // SessionTimeout returns the session timeout the server granted (the
@@ -203,20 +224,17 @@ func (c *Client) isClosed() bool {
 	return c.closed
 }
 
-// onEvent is go-zookeeper's event callback. It runs on go-zookeeper's
-// goroutines and must never block.
-func (c *Client) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
-	sid := c.wireSession.Load()
+// sessionEvent applies a connection or session state change that the seam
+// reports for session sid: a new session begins an epoch, an expiry ends
+// the current one. It must never block.
+func (c *Client) sessionEvent(state zk.State, sid int64, server string) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return
 	}
-	c.lastState = ev.State
-	switch ev.State {
+	c.lastState = state
+	switch state {
 	case zk.StateHasSession:
 		c.isConn = true
 		c.heard()
@@ -225,9 +243,9 @@ func (c *Client) onEvent(ev zk.Event) {
 		}
 		if c.cur == nil || c.cur.ended() {
 			c.cur = c.newEpoch(sid)
-			c.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", sid), "server", ev.Server)
+			c.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", sid), "server", server)
 		} else {
-			c.log.Debug("zookeeper reconnected", "session", fmt.Sprintf("0x%x", sid), "server", ev.Server)
+			c.log.Debug("zookeeper reconnected", "session", fmt.Sprintf("0x%x", sid), "server", server)
 		}
 		c.connectedOnce.Do(func() { close(c.connected) })
 	case zk.StateExpired:
@@ -236,7 +254,7 @@ func (c *Client) onEvent(ev zk.Event) {
 		c.log.Warn("zookeeper session expired")
 	case zk.StateDisconnected:
 		if c.isConn {
-			c.log.Debug("zookeeper disconnected", "server", ev.Server)
+			c.log.Debug("zookeeper disconnected", "server", server)
 		}
 		c.isConn = false
 	case zk.StateConnecting, zk.StateConnected:

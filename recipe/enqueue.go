@@ -16,58 +16,79 @@ import (
 // enqueue creates the nodes of the attempts (one create, or one transaction
 // for several: all or none, with consecutive sequence numbers), or finds the
 // ones an earlier create made if its reply was lost. On success every
-// attempt moves on to verifying.
-func enqueue(ctx context.Context, as []*attempt) (progress bool, err error) {
-	l := as[0].l
+// attempt moves on to verifying (or, when the reads sent behind a single
+// create already vouch for its node, to deciding).
+func enqueue(ctx context.Context, as []*attempt) (turn, error) {
+	stay := turn{next: enqueuing}
 	if as[0].created == createUnknown {
 		found, err := recoverLost(ctx, as)
-		if err != nil || found {
-			return err == nil, err
+		switch {
+		case err != nil:
+			return stay, err
+		case found:
+			return turn{next: verifying, progress: true}, nil
 		}
 	}
-	paths := make([]string, len(as))
+	l := as[0].l
+	req := createRequest{paths: make([]string, len(as)), data: l.data,
+		dir: l.dir, behind: !l.busy.Load(), readDir: l.spec.DirData != nil}
 	for i, a := range as {
-		paths[i] = join(l.dir, a.prefix+l.spec.LockName)
+		req.paths[i] = join(l.dir, a.prefix+l.spec.LockName)
 	}
 	for tries := 0; ; tries++ {
-		sid, ep := l.c.conn.SessionID(), l.c.currentEpoch()
+		sid, ep := l.c.zk.SessionID(), l.c.currentEpoch()
 		for _, a := range as {
 			a.created, a.session = createUnknown, sid
 		}
-		created, zxids, read, inflight, err := l.c.createNodes(ctx, paths, l.data, !l.busy.Load(), l.dir, l.spec.DirData != nil)
+		res, err := l.c.createNodes(ctx, req)
 		switch {
-		case inflight != nil:
+		case res.inflight != nil:
 			// ctx ended with the create in flight: cleanup will wait for it.
 			for _, a := range as {
-				a.inflight = inflight
+				a.inflight = res.inflight
 			}
-			return false, err
+			return stay, err
 		case err == nil:
-			for i, a := range as {
-				a.node, a.token, a.created, a.phase = baseOf(created[i]), zxids[i], createdHere, verifying
-			}
-			if read != nil {
-				return true, as[0].takeRead(ep, read)
-			}
-			return true, nil
+			return enqueued(as, ep, res)
 		case retry.Retryable(err):
-			return false, opError("create", paths[0], err) // outcome unknown
+			return stay, opError("create", req.paths[0], err) // outcome unknown
 		}
 		for _, a := range as {
 			a.created = notCreated
 		}
-		switch {
-		case errors.Is(err, zk.ErrNoNode) && tries < maxSetupTries:
-			// The directory is missing, or was reaped as an empty container.
-			if err := l.c.ensureDir(ctx, l.dir, l.spec.DirData); err != nil {
-				return false, err
-			}
-		case errors.Is(err, zk.ErrSessionExpired) && tries < maxSetupTries:
-			// Nothing of the old session survives: create in the new one.
-		default:
-			return false, opError("create", paths[0], err)
+		if err := l.mendSetup(ctx, err, tries, req.paths[0]); err != nil {
+			return stay, err
 		}
 	}
+}
+
+// enqueued records the nodes a create made, in epoch ep. The reads sent
+// behind a single create may already vouch for its node.
+func enqueued(as []*attempt, ep *epoch, res createResult) (turn, error) {
+	for i, a := range as {
+		a.node, a.token, a.created = baseOf(res.nodes[i]), res.zxids[i], createdHere
+	}
+	if res.read == nil {
+		return turn{next: verifying, progress: true}, nil
+	}
+	next, err := as[0].takeRead(ep, res.read)
+	return turn{next: next, progress: true}, err
+}
+
+// mendSetup handles a create the server refused for a normal reason, so
+// that it can be sent again (nil), or returns the error that ends it: the
+// lock directory is missing, or was reaped as an empty container (it is
+// created again), or the session changed under the create (nothing of the
+// old one survives: create in the new one).
+func (l *Lock) mendSetup(ctx context.Context, err error, tries int, path string) error {
+	switch {
+	case tries >= maxSetupTries:
+	case errors.Is(err, zk.ErrNoNode):
+		return l.c.ensureDir(ctx, l.dir, l.spec.DirData)
+	case errors.Is(err, zk.ErrSessionExpired):
+		return nil
+	}
+	return opError("create", path, err)
 }
 
 // recoverLost looks for the nodes of a create whose reply was lost, by
@@ -89,7 +110,7 @@ func recoverLost(ctx context.Context, as []*attempt) (found bool, err error) {
 	for _, a := range as {
 		for _, name := range names {
 			if strings.HasPrefix(name, a.prefix) {
-				a.node, a.created, a.phase = name, foundAgain, verifying
+				a.node, a.created = name, foundAgain
 				n++
 				break
 			}

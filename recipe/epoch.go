@@ -67,8 +67,8 @@ func (c *Client) suspended(e *epoch) bool {
 	return !e.ended() && e.susp.began
 }
 
-// monotonic is the time since the client was made, on the monotonic clock.
-func (c *Client) monotonic() int64 { return int64(time.Since(c.clock)) }
+// monotonic is the seam's clock: the time since it was made, monotonic.
+func (c *Client) monotonic() int64 { return int64(c.zk.now()) }
 
 // heard notes that a server was heard from now.
 func (c *Client) heard() { c.heardAt(c.monotonic()) }
@@ -86,10 +86,10 @@ func (c *Client) heardAt(sentAt int64) {
 	}
 }
 
-// silence is how long, on the monotonic clock, nothing was heard from a
+// silence is how long, on the seam's clock, nothing was heard from a
 // server.
 func (c *Client) silence() time.Duration {
-	return time.Since(c.clock) - time.Duration(c.lastHeard.Load())
+	return c.zk.now() - time.Duration(c.lastHeard.Load())
 }
 
 // suspendIfSilent judges the silence now, as the watchdog would at its next
@@ -138,7 +138,7 @@ func (c *Client) judgeSilenceLocked(silent time.Duration) {
 // replaced by a new one, and what was held stays lost. c.mu is held.
 func (c *Client) resumeLocked() {
 	e := c.cur
-	if e == nil || !c.isConn || c.conn.SessionID() != e.session {
+	if e == nil || !c.isConn || c.zk.SessionID() != e.session {
 		return
 	}
 	switch {

@@ -111,9 +111,16 @@ func (h *Hold) Node() string { return h.node }
 func (h *Hold) Token() int64 { return h.token }
 
 // Done returns a channel closed when the hold ends: when ownership is lost
-// (see [Hold.Err]) or after [Hold.Release]. If the connection has been
-// silent past the loss timeout at the moment of the call, the loss is
-// recorded first, so the channel is already closed.
+// (see [Hold.Err]) or after [Hold.Release].
+//
+// Done does two things besides answering. It has the hold watch its node
+// now, if it does not yet: a hold that was acquired without reading its
+// node sets that watch only after a short delay, or when its loss signal
+// is first asked for (Done, Err, Suspended or Resumed), so that a hold
+// released at once costs no read. And it judges the silence of the
+// connection now: if nothing has been heard for longer than the loss
+// timeout, the loss is recorded first (so the channel is already closed),
+// or, with [WithSuspensionTolerance], the suspension begins.
 func (h *Hold) Done() <-chan struct{} {
 	h.wantWatch()
 	h.checkSilence()
@@ -142,6 +149,9 @@ func (h *Hold) Done() <-chan struct{} {
 // never closed. After the hold ended, it is the channel of the hold's last
 // state: closed if it was lost while suspended, open (and never closed)
 // otherwise.
+//
+// Like Done, Suspended also has the hold watch its node now if it does
+// not yet, and records a loss (without tolerance) that the silence means.
 func (h *Hold) Suspended() <-chan struct{} {
 	h.wantWatch()
 	h.checkSilence()
@@ -155,6 +165,11 @@ func (h *Hold) Suspended() <-chan struct{} {
 // holder may act again. While no suspension is in progress it returns a
 // closed channel. If the hold is lost during the suspension, the channel
 // is never closed: wait for Done as well.
+//
+// Like Done, Resumed first has the hold watch its node now if it does not
+// yet, and judges the silence of the connection: a silence past the loss
+// timeout begins a suspension (or, without tolerance, is recorded as the
+// loss).
 func (h *Hold) Resumed() <-chan struct{} {
 	h.wantWatch()
 	h.checkSilence()
@@ -215,7 +230,8 @@ func (h *Hold) resume(n int) bool {
 // partition the watchdog has not reported yet), it reports the loss
 // ([ErrConnectionSuspended]) now. With [WithSuspensionTolerance] such a
 // silence suspends the hold instead (see [Hold.Suspended]) and Err stays
-// nil, until the hold is lost.
+// nil, until the hold is lost. Like Done, Err also has the hold watch its
+// node now, if it does not yet.
 func (h *Hold) Err() error {
 	h.wantWatch()
 	h.checkSilence()
@@ -299,9 +315,27 @@ func (h *Hold) Release(ctx context.Context) error {
 		span.SetAttributes(telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrPath.String(h.l.dir),
 			telemetry.AttrNode.String(h.node), telemetry.AttrToken.Int64(h.token))
 	}
+	err := h.releaseError(h.deleteNode(ctx))
+	if err == nil {
+		if h.sweep {
+			c.cleanup(cleanupJob{dir: h.l.dir, prefix: h.prefix, sweep: true})
+		}
+		h.finish(ErrNotHeld)
+		return nil
+	}
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	h.finish(err)
+	return err
+}
+
+// deleteNode deletes the node for Release, retrying connection loss under
+// the client's policy until ctx ends, as long as the hold's session lasts.
+func (h *Hold) deleteNode(ctx context.Context) error {
+	c := h.l.c
 	maybeDeleted := false // a delete was sent whose reply was lost
 	err := c.retryDo(ctx, h.l.releaseNote, func(ctx context.Context) error {
-		if sid := c.conn.SessionID(); sid != 0 && sid != h.session {
+		if sid := c.zk.SessionID(); sid != 0 && sid != h.session {
 			return ErrSessionExpired
 		}
 		err := c.delete(ctx, h.path)
@@ -314,29 +348,27 @@ func (h *Hold) Release(ctx context.Context) error {
 		// Our own earlier delete was applied; its reply was lost. (The
 		// hold was in force until then: a deletion by anyone else before
 		// Release would have been reported as a loss.)
-		err = nil
+		return nil
 	}
+	return err
+}
+
+// releaseError is Release's error for the outcome err of deleteNode. A
+// delete that failed for another reason than the hold's end is left to
+// cleanup.
+func (h *Hold) releaseError(err error) error {
 	switch {
 	case err == nil:
-		if h.sweep {
-			c.cleanup(cleanupJob{dir: h.l.dir, prefix: h.prefix, sweep: true})
-		}
-		h.finish(ErrNotHeld)
 		return nil
 	case errors.Is(err, zk.ErrNoNode):
-		err = lostError(ErrNodeDeleted)
+		return lostError(ErrNodeDeleted)
 	case errors.Is(err, ErrSessionExpired), errors.Is(err, zk.ErrSessionExpired):
-		err = lostError(ErrSessionExpired)
+		return lostError(ErrSessionExpired)
 	case errors.Is(err, ErrClosed):
-		err = lostError(ErrClosed)
-	default:
-		c.cleanup(h.cleanupJob())
-		err = opError("release", h.path, err)
+		return lostError(ErrClosed)
 	}
-	span.RecordError(err)
-	span.SetStatus(codes.Error, err.Error())
-	h.finish(err)
-	return err
+	h.l.c.cleanup(h.cleanupJob())
+	return opError("release", h.path, err)
 }
 
 // finish ends the hold with err unless a loss was recorded first.

@@ -55,97 +55,163 @@ func (h *Hold) awaitWatchWanted(begun <-chan struct{}) bool {
 	return true
 }
 
-// monitor watches our node and the epoch until the hold ends.
+// monitor watches our node and the epoch until the hold ends, and records
+// the loss if it was lost. Each concern is a piece of its own: the maximum
+// hold time (maxHoldTimer), the lazy first watch on our node
+// (awaitWatchWanted), revocation (firstWatch, and rearm's check of the
+// data), suspensions (rideOutStep, armOwn's interruption), the own-node
+// watch (armOwn, awaitOwn) and what a deletion means (deletionCause).
 func (h *Hold) monitor(ownW <-chan zk.Event) {
 	defer close(h.exited)
-	var deadline <-chan time.Time // the maximum hold time, if any
-	if d := h.l.spec.MaxHold; d > 0 {
-		t := time.NewTimer(d - time.Since(h.start))
-		defer t.Stop()
-		deadline = t.C
-	}
-	tolerant := h.l.c.cfg.tolerateSuspension
-	var begun <-chan struct{} // closed when a suspension begins, if tolerated
-	if tolerant {
-		s, _ := h.l.c.suspension(h.ep)
-		begun = s.begun
-	}
-	if ownW == nil && !h.awaitWatchWanted(begun) {
+	deadline, stop := h.maxHoldTimer()
+	defer stop()
+	m := &watchState{ownW: h.firstWatch(ownW), deadline: deadline, begun: h.nextSuspension()}
+	if m.ownW == nil && !h.awaitWatchWanted(m.begun) {
 		h.loseIfEpochEnded()
 		return
 	}
-	if ownW != nil && h.l.spec.Revocable {
-		ownW = nil // read the data once: a revocation may have come first
-	}
 	for {
-		if tolerant && h.pending() {
-			ch, err := h.rideOut(deadline)
-			if err != nil {
-				h.lose(err)
-				return
-			}
-			if ch == nil {
-				h.loseIfEpochEnded()
-				return
-			}
-			ownW = ch
-			s, _ := h.l.c.suspension(h.ep)
-			begun = s.begun
-			continue
-		}
-		if ownW == nil {
-			// Acquired without reading our node, or its data changed:
-			// (re)arm the watch. A node deleted meanwhile is found missing.
-			// A suspension that begins meanwhile interrupts the read: it
-			// is signalled now, and the read is made when it is over.
-			ctx, cancel := h.untilSuspended(begun)
-			ch, err := h.rearm(ctx)
-			cancel()
-			if err != nil {
-				h.lose(err)
-				return
-			}
-			if ch == nil && h.ctx.Err() == nil {
-				continue // suspended
-			}
-			if ch == nil {
-				h.loseIfEpochEnded()
-				return
-			}
-			ownW = ch
-		}
-		select {
-		case <-h.ctx.Done(): // released, or the epoch ended
+		over, loss := h.monitorOnce(m)
+		switch {
+		case loss != nil:
+			h.lose(loss)
+			return
+		case over:
 			h.loseIfEpochEnded()
 			return
-		case <-deadline:
-			h.lose(ErrMaxHoldExceeded) // and the node is deleted: the next in line proceeds
-			return
-		case <-begun:
-			continue // ride it out, above
-		case ev := <-ownW:
-			switch ev.Type {
-			case zk.EventNodeDeleted:
-				// After a silence past the loss timeout (a paused
-				// process), the deletion is most likely the server
-				// expiring the session: say so, not "deleted by another".
-				if !h.l.c.cfg.tolerateSuspension && h.l.c.suspendIfSilent() && h.ep.ended() {
-					h.lose(h.ep.err)
-					return
-				}
-				h.lose(ErrNodeDeleted)
-				return
-			case zk.EventNotWatching:
-				if errors.Is(ev.Err, zk.ErrSessionExpired) {
-					h.lose(ErrSessionExpired)
-				} else {
-					h.lose(ErrClosed)
-				}
-				return
-			}
-			ownW = nil // someone changed our node's data: watch it again
 		}
 	}
+}
+
+// watchState is what the monitor watches.
+type watchState struct {
+	ownW     <-chan zk.Event  // the watch on our node; nil: to be (re)armed
+	deadline <-chan time.Time // the maximum hold time, if any
+	begun    <-chan struct{}  // closed when a suspension begins, if tolerated
+}
+
+// monitorOnce takes one step of the monitor: it rides out a suspension,
+// (re)arms the watch on our node, or waits for what comes next. over
+// reports that the hold's context ended (released, or the epoch ended);
+// loss, that the hold is lost and why.
+func (h *Hold) monitorOnce(m *watchState) (over bool, loss error) {
+	if h.l.c.cfg.tolerateSuspension && h.pending() {
+		return h.rideOutStep(m)
+	}
+	if m.ownW == nil {
+		if over, loss := h.armOwn(m); over || loss != nil || m.ownW == nil {
+			return over, loss // or suspended meanwhile: ride it out first
+		}
+	}
+	return h.awaitOwn(m)
+}
+
+// maxHoldTimer returns a channel that delivers when the hold has lasted
+// its maximum hold time (nil: no maximum), and a function that stops it.
+func (h *Hold) maxHoldTimer() (<-chan time.Time, func()) {
+	d := h.l.spec.MaxHold
+	if d <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(d - time.Since(h.start))
+	return t.C, func() { t.Stop() }
+}
+
+// firstWatch is the watch the monitor starts from: the one the acquire set
+// on our node, except for a revocable lock, whose node is read once more
+// (a revocation may have come before the watch).
+func (h *Hold) firstWatch(ownW <-chan zk.Event) <-chan zk.Event {
+	if h.l.spec.Revocable {
+		return nil
+	}
+	return ownW
+}
+
+// nextSuspension returns a channel closed when the next suspension of the
+// hold's epoch begins (or the one in progress began); nil when the client
+// does not tolerate suspensions.
+func (h *Hold) nextSuspension() <-chan struct{} {
+	if !h.l.c.cfg.tolerateSuspension {
+		return nil
+	}
+	s, _ := h.l.c.suspension(h.ep)
+	return s.begun
+}
+
+// rideOutStep rides out the suspensions in progress (see rideOut) and
+// watches for the next one.
+func (h *Hold) rideOutStep(m *watchState) (over bool, loss error) {
+	ch, err := h.rideOut(m.deadline)
+	switch {
+	case err != nil:
+		return false, err
+	case ch == nil:
+		return true, nil
+	}
+	m.ownW, m.begun = ch, h.nextSuspension()
+	return false, nil
+}
+
+// armOwn (re)arms the watch on our node: the hold was acquired without
+// reading it, or its data changed. A node deleted meanwhile is found
+// missing. A suspension that begins meanwhile interrupts the read, leaving
+// m.ownW nil: it is signalled now, and the read is made when it is over.
+func (h *Hold) armOwn(m *watchState) (over bool, loss error) {
+	ctx, cancel := h.untilSuspended(m.begun)
+	ch, err := h.rearm(ctx)
+	cancel()
+	switch {
+	case err != nil:
+		return false, err
+	case ch == nil:
+		return h.ctx.Err() != nil, nil
+	}
+	m.ownW = ch
+	return false, nil
+}
+
+// awaitOwn waits for the end of the hold's context, the maximum hold time,
+// a suspension or an event on our node.
+func (h *Hold) awaitOwn(m *watchState) (over bool, loss error) {
+	select {
+	case <-h.ctx.Done(): // released, or the epoch ended
+		return true, nil
+	case <-m.deadline:
+		return false, ErrMaxHoldExceeded // and the node is deleted: the next in line proceeds
+	case <-m.begun:
+		return false, nil // ride it out
+	case ev := <-m.ownW:
+		m.ownW = nil // someone changed our node's data: watch it again
+		return false, h.ownNodeEvent(ev)
+	}
+}
+
+// ownNodeEvent returns the loss an event on our node's watch means, or nil
+// when the node is still ours (its data changed).
+func (h *Hold) ownNodeEvent(ev zk.Event) error {
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		return h.deletionCause()
+	case zk.EventNotWatching:
+		if errors.Is(ev.Err, zk.ErrSessionExpired) {
+			return ErrSessionExpired
+		}
+		return ErrClosed
+	}
+	return nil
+}
+
+// deletionCause judges what the deletion of our node means. After a
+// silence past the loss timeout (a paused process), it is most likely the
+// server expiring the session, and the epoch's end says so; otherwise
+// someone deleted it ([ErrNodeDeleted]). A client that tolerates
+// suspensions has judged the silence already.
+func (h *Hold) deletionCause() error {
+	c := h.l.c
+	if !c.cfg.tolerateSuspension && c.suspendIfSilent() && h.ep.ended() {
+		return h.ep.err
+	}
+	return ErrNodeDeleted
 }
 
 // rideOut waits out the suspensions of the hold's epoch: it marks the hold

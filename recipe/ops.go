@@ -16,7 +16,7 @@ func (c *Client) children(ctx context.Context, dir string) ([]string, error) {
 	var names []string
 	c.stats.lists.Add(1)
 	err := c.call(ctx, func() (err error) {
-		names, _, err = c.conn.Children(dir)
+		names, _, err = c.zk.Children(dir)
 		return err
 	})
 	if err != nil {
@@ -30,7 +30,7 @@ func (c *Client) get(ctx context.Context, path string) ([]byte, *zk.Stat, error)
 	var st *zk.Stat
 	c.stats.reads.Add(1)
 	err := c.call(ctx, func() (err error) {
-		data, st, err = c.conn.Get(path)
+		data, st, err = c.zk.Get(path)
 		return err
 	})
 	if err != nil {
@@ -50,7 +50,7 @@ func (c *Client) getDataW(ctx context.Context, path string) ([]byte, *zk.Stat, <
 	var ch <-chan zk.Event
 	c.stats.reads.Add(1)
 	err := c.call(ctx, func() (err error) {
-		data, st, ch, err = c.conn.GetW(path)
+		data, st, ch, err = c.zk.GetW(path)
 		return err
 	})
 	if err != nil {
@@ -64,7 +64,7 @@ func (c *Client) childrenW(ctx context.Context, path string) ([]string, <-chan z
 	var ch <-chan zk.Event
 	c.stats.lists.Add(1)
 	err := c.call(ctx, func() (err error) {
-		names, _, ch, err = c.conn.ChildrenW(path)
+		names, _, ch, err = c.zk.ChildrenW(path)
 		return err
 	})
 	if err != nil {
@@ -79,7 +79,7 @@ func (c *Client) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 	var ch <-chan zk.Event
 	c.stats.reads.Add(1)
 	err := c.call(ctx, func() (err error) {
-		ok, st, ch, err = c.conn.ExistsW(path)
+		ok, st, ch, err = c.zk.ExistsW(path)
 		return err
 	})
 	if err != nil {
@@ -91,44 +91,59 @@ func (c *Client) existsW(ctx context.Context, path string) (bool, *zk.Stat, <-ch
 func (c *Client) setData(ctx context.Context, path string, data []byte) error {
 	c.stats.writes.Add(1)
 	return c.call(ctx, func() error {
-		_, err := c.conn.Set(path, data, -1)
+		_, err := c.zk.Set(path, data, -1)
 		return err
 	})
 }
 
 func (c *Client) delete(ctx context.Context, path string) error {
 	c.stats.deletes.Add(1)
-	return c.call(ctx, func() error { return c.conn.Delete(path, -1) })
+	return c.call(ctx, func() error { return c.zk.Delete(path, -1) })
+}
+
+// createRequest asks createNodes for one ephemeral sequential node per
+// path, each carrying data.
+type createRequest struct {
+	paths  []string
+	data   []byte
+	dir    string // the lock directory
+	behind bool   // list dir behind a single create, in its round trip
+	// readDir reads dir's data as well, with behind.
+	readDir bool
+}
+
+// createResult is what createNodes learnt.
+type createResult struct {
+	nodes []string // the created paths
+	zxids []int64  // their zxids as seen on the wire, 0 where unknown
+	read  *queueRead
+	// inflight, when ctx ended before the reply, is closed once the request
+	// has finished, so cleanup can then look for the nodes.
+	inflight <-chan struct{}
 }
 
 // createNodes creates one ephemeral sequential node per path: with one
 // create, or, for several, in a single transaction (all or none, with
-// consecutive sequence numbers). It returns the created paths and their
-// zxids as seen on the wire (0 where unknown: always for a transaction).
-// When ctx ends before the reply, it returns ctx's error and a channel
-// closed once the request has finished, so cleanup can then look for the
-// nodes.
+// consecutive sequence numbers). The zxids of a transaction are never
+// known. When ctx ends before the reply, it returns ctx's error and the
+// inflight channel.
 //
 // With behind set, a single create carries the reads of the queue in its
 // round trip: see createThenRead. read is nil otherwise.
-func (c *Client) createNodes(ctx context.Context, paths []string, data []byte, behind bool, dir string, readDir bool) (created []string, zxids []int64, read *queueRead, inflight <-chan struct{}, err error) {
-	if len(paths) == 1 {
-		node, zxid, read, inflight, err := c.createThenRead(ctx, paths[0], data, behind, dir, readDir)
-		if err != nil {
-			return nil, nil, nil, inflight, err
-		}
-		return []string{node}, []int64{zxid}, read, nil, nil
+func (c *Client) createNodes(ctx context.Context, req createRequest) (createResult, error) {
+	if len(req.paths) == 1 {
+		return c.createThenRead(ctx, req)
 	}
 	// The request may outlive this call (when ctx ends first): it writes
 	// only to out, which is read after a successful return.
-	out := make([]string, len(paths))
-	ops := make([]any, len(paths))
-	for i, p := range paths {
-		ops[i] = &zk.CreateRequest{Path: p, Data: data, Acl: c.cfg.acl, Flags: ephemeralSequential}
+	out := make([]string, len(req.paths))
+	ops := make([]any, len(req.paths))
+	for i, p := range req.paths {
+		ops[i] = &zk.CreateRequest{Path: p, Data: req.data, Acl: c.cfg.acl, Flags: ephemeralSequential}
 	}
 	c.stats.creates.Add(1)
-	inflight, err = c.callTracked(ctx, func() error {
-		res, err := c.conn.Multi(ops...)
+	inflight, err := c.callTracked(ctx, func() error {
+		res, err := c.zk.Multi(ops...)
 		for i, r := range res {
 			if r.Error != nil && err == nil {
 				err = r.Error
@@ -138,9 +153,9 @@ func (c *Client) createNodes(ctx context.Context, paths []string, data []byte, b
 		return err
 	})
 	if err != nil {
-		return nil, nil, nil, inflight, err
+		return createResult{inflight: inflight}, err
 	}
-	return out, make([]int64, len(paths)), nil, nil, nil
+	return createResult{nodes: out, zxids: make([]int64, len(out))}, nil
 }
 
 const ephemeralSequential = zk.FlagEphemeral | zk.FlagSequence
@@ -154,73 +169,83 @@ type queueRead struct {
 	errD    error
 }
 
-// createThenRead creates one ephemeral sequential node at path and, with
-// behind set, in the same round trip lists dir (and reads its data if
-// readDir). The reads are sent the moment the wire tap has seen the create
-// written, so they follow it on the connection, and the server, which
-// answers a session's requests in order, reads after it created the node.
-// read is nil when the reads were not sent (not asked for, or the create's
-// reply came first) or were not answered before ctx ended; the caller then
-// reads separately.
-func (c *Client) createThenRead(ctx context.Context, path string, data []byte, behind bool, dir string, readDir bool) (node string, zxid int64, read *queueRead, inflight <-chan struct{}, err error) {
+// createThenRead creates req's one node and, with req.behind set, in the
+// same round trip lists the directory (and reads its data if req.readDir).
+// The reads are sent the moment the seam has seen the create written, so
+// they follow it on the connection, and the server, which answers a
+// session's requests in order, reads after it created the node. read is
+// nil when the reads were not sent (not asked for, or the create's reply
+// came first) or were not answered before ctx ended; the caller then reads
+// separately.
+func (c *Client) createThenRead(ctx context.Context, req createRequest) (createResult, error) {
 	if err := ctx.Err(); err != nil {
-		return "", 0, nil, nil, err
+		return createResult{}, err
 	}
+	path := req.paths[0]
 	var written <-chan struct{} // nil: never
-	if behind {
-		w, forget := c.createWrites.expect(path)
+	if req.behind {
+		w, forget := c.zk.createWritten(path)
 		defer forget()
 		written = w
 	}
 	var out string // written by the request, read once it is done
 	c.stats.creates.Add(1)
 	cr := c.start(func() (err error) {
-		out, err = c.conn.Create(path, data, ephemeralSequential, c.cfg.acl)
+		out, err = c.zk.Create(path, req.data, ephemeralSequential, c.cfg.acl)
 		return err
 	})
 	var q *queueRead
 	var reads []*running
 	select {
 	case <-written:
-		q = &queueRead{}
-		c.stats.lists.Add(1)
-		reads = append(reads, c.start(func() (err error) {
-			q.names, _, err = c.conn.Children(dir)
-			return err
-		}))
-		if readDir {
-			c.stats.reads.Add(1)
-			reads = append(reads, c.start(func() (err error) {
-				q.dirData, _, err = c.conn.Get(dir)
-				return err
-			}))
-		}
+		q, reads = c.readBehind(req)
 	case <-cr.done:
 	case <-ctx.Done():
 	}
 	select {
 	case <-cr.done:
 	case <-ctx.Done():
-		return "", 0, nil, cr.done, ctx.Err()
+		return createResult{inflight: cr.done}, ctx.Err()
 	}
 	if cr.err != nil {
-		return "", 0, nil, nil, c.mapClosed(cr.err)
+		return createResult{}, c.mapClosed(cr.err)
 	}
-	zxid, _ = c.zxids.take(out)
+	zxid, _ := c.zk.createZxid(out)
+	res := createResult{nodes: []string{out}, zxids: []int64{zxid}}
 	for _, r := range reads {
 		select {
 		case <-r.done:
 		case <-ctx.Done():
-			return out, zxid, nil, nil, nil // the caller reads again, or gives up
+			return res, nil // the caller reads again, or gives up
 		}
 	}
 	if q != nil {
 		q.errL = c.mapClosed(reads[0].err)
-		if readDir {
+		if req.readDir {
 			q.errD = c.mapClosed(reads[1].err)
 		}
 	}
-	return out, zxid, q, nil, nil
+	res.read = q
+	return res, nil
+}
+
+// readBehind sends the reads of createThenRead: the listing of the
+// directory, and its data if asked for. q is filled as they are answered.
+func (c *Client) readBehind(req createRequest) (q *queueRead, reads []*running) {
+	q = &queueRead{}
+	c.stats.lists.Add(1)
+	reads = append(reads, c.start(func() (err error) {
+		q.names, _, err = c.zk.Children(req.dir)
+		return err
+	}))
+	if req.readDir {
+		c.stats.reads.Add(1)
+		reads = append(reads, c.start(func() (err error) {
+			q.dirData, _, err = c.zk.Get(req.dir)
+			return err
+		}))
+	}
+	return q, reads
 }
 
 // callTracked is call for requests whose abandonment matters (creates):
@@ -277,12 +302,12 @@ func (c *Client) ensureDirACL(ctx context.Context, dir string, data []byte, acl 
 	for range maxSetupTries {
 		c.stats.creates.Add(1)
 		err := c.call(ctx, func() error {
-			_, err := c.conn.CreateContainer(dir, data, zk.FlagContainer, acl)
+			_, err := c.zk.CreateContainer(dir, data, zk.FlagContainer, acl)
 			return err
 		})
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
-			c.zxids.take(dir) // nobody needs a directory's zxid
+			c.zk.createZxid(dir) // nobody needs a directory's zxid
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
 			if err := c.ensureDirACL(ctx, parentOf(dir), nil, zk.WorldACL(zk.PermAll)); err != nil {

@@ -26,85 +26,117 @@ var errNoTrustedSession = fmt.Errorf("recipe: no trusted session yet: %w", zk.Er
 // hold. Any other node (found again after a lost reply, or created while the
 // session changed) is read, watched and checked for its owner in the same
 // round trip as the listing.
-func (a *attempt) verify(ctx context.Context) (progress bool, err error) {
-	c, dir := a.l.c, a.l.dir
-	own := join(dir, a.node)
+func (a *attempt) verify(ctx context.Context) (turn, error) {
+	stay := turn{next: verifying}
+	c := a.l.c
 	ep := c.currentEpoch()
 	if ep == nil {
-		if c.isClosed() {
-			return false, ErrClosed
-		}
-		return false, errNoTrustedSession
+		return stay, c.noTrustedSession()
 	}
 	readOwn := !a.listingVouches(ep)
-	var (
-		st           *zk.Stat
-		ownW         <-chan zk.Event
-		dirData      []byte
-		errW, errD   error
-		concurrently sync.WaitGroup
-	)
+	r := a.readQueue(ctx, readOwn)
+	own := join(a.l.dir, a.node)
+	switch {
+	case gone(r.errW), gone(r.errL):
+		a.newID() // gone (session expired or deleted by someone): enqueue anew
+		return turn{next: enqueuing}, nil
+	case r.errW != nil:
+		return stay, opError("read", own, r.errW)
+	case r.errL != nil:
+		return stay, opError("list", a.l.dir, r.errL)
+	case r.errD != nil && !errors.Is(r.errD, zk.ErrNoNode):
+		return stay, opError("read", a.l.dir, r.errD)
+	case c.currentEpoch() != ep:
+		return stay, c.noTrustedSession()
+	}
 	if readOwn {
-		concurrently.Go(func() { st, ownW, errW = c.getW(ctx, own) })
+		if r.st.EphemeralOwner != ep.session {
+			return a.dropStale(ctx, own, r.st.EphemeralOwner)
+		}
+		a.ownW, a.token = r.ownW, r.st.Czxid
+	}
+	if err := a.accept(ep, r.names, r.dirData); err != nil {
+		return turn{next: verifying, progress: true}, err
+	}
+	return turn{next: deciding, progress: true}, nil
+}
+
+// gone reports whether err says that a node (or the session that owned
+// it) no longer exists.
+func gone(err error) bool {
+	return errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired)
+}
+
+// noTrustedSession is the error of a phase that needs the session trusted now and
+// finds none: retried (it means "wait for the connection"), or ErrClosed.
+func (c *Client) noTrustedSession() error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	return errNoTrustedSession
+}
+
+// verifyRead is the one round trip of verify: the listing, and, as asked,
+// our node with a watch and the directory's data.
+type verifyRead struct {
+	names   []string
+	st      *zk.Stat
+	ownW    <-chan zk.Event
+	dirData []byte
+
+	errL, errW, errD error
+}
+
+// readQueue sends verify's reads at once and waits for all of them.
+func (a *attempt) readQueue(ctx context.Context, readOwn bool) (r verifyRead) {
+	c, dir := a.l.c, a.l.dir
+	var concurrently sync.WaitGroup
+	if readOwn {
+		concurrently.Go(func() { r.st, r.ownW, r.errW = c.getW(ctx, join(dir, a.node)) })
 	}
 	if a.l.spec.DirData != nil {
-		concurrently.Go(func() { dirData, _, errD = c.get(ctx, dir) })
+		concurrently.Go(func() { r.dirData, _, r.errD = c.get(ctx, dir) })
 	}
-	names, errL := c.children(ctx, dir)
+	r.names, r.errL = c.children(ctx, dir)
 	concurrently.Wait()
-	switch {
-	case errors.Is(errW, zk.ErrNoNode), errors.Is(errW, zk.ErrSessionExpired),
-		errors.Is(errL, zk.ErrNoNode), errors.Is(errL, zk.ErrSessionExpired):
-		a.newID() // gone (session expired or deleted by someone): enqueue anew
-		return false, nil
-	case errW != nil:
-		return false, opError("read", own, errW)
-	case errL != nil:
-		return false, opError("list", dir, errL)
-	case errD != nil && !errors.Is(errD, zk.ErrNoNode):
-		return false, opError("read", dir, errD)
+	return r
+}
+
+// dropStale deletes a node with our UUID from a session that is no longer
+// ours (owner), and starts over with a fresh UUID.
+func (a *attempt) dropStale(ctx context.Context, own string, owner int64) (turn, error) {
+	c := a.l.c
+	c.log.Warn("deleting stale node of an earlier session", "node", own, "owner", fmt.Sprintf("0x%x", owner))
+	if err := c.delete(ctx, own); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return turn{next: verifying}, opError("delete stale", own, err)
 	}
-	if c.currentEpoch() != ep {
-		if c.isClosed() {
-			return false, ErrClosed
-		}
-		return false, errNoTrustedSession
-	}
-	if readOwn {
-		if st.EphemeralOwner != ep.session {
-			// A node with our UUID from a session that is no longer
-			// ours: delete it and start over with a fresh UUID.
-			c.log.Warn("deleting stale node of an earlier session", "node", own, "owner", fmt.Sprintf("0x%x", st.EphemeralOwner))
-			if err := c.delete(ctx, own); err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return false, opError("delete stale", own, err)
-			}
-			a.newID()
-			return true, nil
-		}
-		a.ownW, a.token = ownW, st.Czxid
-	}
-	return true, a.accept(ep, names, dirData)
+	a.newID()
+	return turn{next: enqueuing, progress: true}, nil
 }
 
 // takeRead accepts the reads sent in the round trip of our create (see
 // createThenRead) as verify would have made them, when they can vouch for
 // our node: the create's reply named it and carried its token, and the
 // create, the reads and their replies all happened in the epoch trusted
-// now. Otherwise, or if a read failed, the attempt stays in verifying and
-// reads again.
-func (a *attempt) takeRead(ep *epoch, r *queueRead) error {
+// now; the attempt then decides. Otherwise, or if a read failed, it stays
+// in verifying and reads again.
+func (a *attempt) takeRead(ep *epoch, r *queueRead) (phase, error) {
 	if ep == nil || !a.listingVouches(ep) || r.errL != nil || (r.errD != nil && !errors.Is(r.errD, zk.ErrNoNode)) ||
 		a.l.c.currentEpoch() != ep {
-		return nil
+		return verifying, nil
 	}
-	return a.accept(ep, r.names, r.dirData)
+	if err := a.accept(ep, r.names, r.dirData); err != nil {
+		return verifying, err
+	}
+	return deciding, nil
 }
 
 // listingVouches reports whether a listing made in epoch ep is enough to
 // know our node: we created it in ep's session and its create reply named
-// it and carried its token. Any other node must be read as well.
+// it and carried its token, and no listing has lacked it since. Any other
+// node must be read as well.
 func (a *attempt) listingVouches(ep *epoch) bool {
-	return a.created == createdHere && a.token != 0 && a.session == ep.session
+	return a.created == createdHere && a.token != 0 && a.session == ep.session && !a.missed
 }
 
 // accept records a listing made in epoch ep, and the directory's data read
@@ -119,16 +151,19 @@ func (a *attempt) accept(ep *epoch, names []string, dirData []byte) error {
 }
 
 // relist reads the queue again (our node and its watch are unchanged).
-func (a *attempt) relist(ctx context.Context) (progress bool, err error) {
+func (a *attempt) relist(ctx context.Context) (turn, error) {
 	names, err := a.l.c.children(ctx, a.l.dir)
 	switch {
-	case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrSessionExpired):
+	case gone(err):
 		a.newID()
-		return false, nil
+		return turn{next: enqueuing}, nil
 	case err != nil:
-		return false, opError("list", a.l.dir, err)
+		return turn{next: relisting}, opError("list", a.l.dir, err)
 	}
-	return true, a.setQueue(names)
+	if err := a.setQueue(names); err != nil {
+		return turn{next: relisting, progress: true}, err
+	}
+	return turn{next: deciding, progress: true}, nil
 }
 
 // setQueue records a fresh listing as the known queue, after checking that
@@ -140,7 +175,6 @@ func (a *attempt) setQueue(names []string) error {
 	names = a.dropDuplicates(names)
 	a.queue = driver.Sort(driver.Filter(names, a.l.queue...), a.l.queue...)
 	a.stale, a.trimmed = false, false
-	a.phase = deciding
 	return nil
 }
 

@@ -14,8 +14,40 @@ import (
 
 // arm sets a data watch on every node the driver named that is not watched
 // yet, all in one round trip. A node that is already gone is removed from
-// the known queue, and the attempt decides again without waiting.
-func (a *attempt) arm(ctx context.Context) (progress bool, err error) {
+// the known queue, and the attempt decides again without waiting. If a read
+// fails, the attempt stays in arming, keeping the watches that were set: the
+// retry sets the ones still missing (a waiter that went to wait without
+// them would never be woken).
+func (a *attempt) arm(ctx context.Context) (turn, error) {
+	todo := a.unwatched()
+	datas, chans, errs := a.getWs(ctx, todo)
+	t := turn{next: waiting}
+	var failed error // the first read that failed; the others are kept
+	for i, n := range todo {
+		err := errs[i]
+		switch {
+		case err == nil:
+			t.progress = t.progress || n != a.node
+			a.watching(n, datas[i], chans[i])
+		case errors.Is(err, zk.ErrSessionExpired), n == a.node && errors.Is(err, zk.ErrNoNode):
+			a.newID()
+			return turn{next: enqueuing, progress: t.progress}, nil
+		case errors.Is(err, zk.ErrNoNode):
+			a.queue = slices.DeleteFunc(a.queue, func(m string) bool { return m == n })
+			a.stale, t.next = true, deciding
+		case failed == nil:
+			failed = opError("watch", join(a.l.dir, n), err)
+		}
+	}
+	if failed != nil {
+		return turn{next: arming, progress: t.progress}, failed
+	}
+	return t, nil
+}
+
+// unwatched lists the nodes arm must watch: the ones the driver named that
+// are not watched yet, and our own node if it is not.
+func (a *attempt) unwatched() []string {
 	var todo []string
 	if a.ownW == nil && !a.trimmed {
 		// Our own node's watch goes in the same round trip. It matters
@@ -29,40 +61,22 @@ func (a *attempt) arm(ctx context.Context) (progress bool, err error) {
 			todo = append(todo, n)
 		}
 	}
-	datas, chans, errs := a.getWs(ctx, todo)
-	next := waiting
-	var failed error // the first read that failed; the others are kept
-	for i, n := range todo {
-		err := errs[i]
-		switch {
-		case err == nil && n == a.node:
-			a.ownW = chans[i]
-		case err == nil:
-			progress = true
-			a.watches[n] = chans[i]
-			if n == a.watch[0] && a.span.IsRecording() {
-				// Who we wait on: the read that set the watch brought the
-				// node's data, its holder's identity.
-				a.span.SetAttributes(telemetry.AttrWaitingOnNode.String(n),
-					telemetry.AttrWaitingOn.String(string(datas[i])))
-			}
-		case errors.Is(err, zk.ErrSessionExpired), n == a.node && errors.Is(err, zk.ErrNoNode):
-			a.newID()
-			return progress, nil
-		case errors.Is(err, zk.ErrNoNode):
-			a.queue = slices.DeleteFunc(a.queue, func(m string) bool { return m == n })
-			a.stale, next = true, deciding
-		case failed == nil:
-			failed = opError("watch", join(a.l.dir, n), err)
-		}
+	return todo
+}
+
+// watching records the watch set on node n, whose data was data.
+func (a *attempt) watching(n string, data []byte, ch <-chan zk.Event) {
+	if n == a.node {
+		a.ownW = ch
+		return
 	}
-	if failed != nil {
-		// Stay in arming: the retry sets the watches still missing. (A
-		// waiter that went to wait without them would never be woken.)
-		return progress, failed
+	a.watches[n] = ch
+	if n == a.watch[0] && a.span.IsRecording() {
+		// Who we wait on: the read that set the watch brought the
+		// node's data, its holder's identity.
+		a.span.SetAttributes(telemetry.AttrWaitingOnNode.String(n),
+			telemetry.AttrWaitingOn.String(string(data)))
 	}
-	a.phase = next
-	return progress, nil
 }
 
 // getWs sends a getData watch for every node of names at once.
@@ -84,41 +98,33 @@ func (a *attempt) getWs(ctx context.Context, names []string) ([][]byte, []<-chan
 }
 
 // await blocks until a watched node changes, our node changes, the epoch
-// ends or ctx ends, and sets the phase that follows.
+// ends or ctx ends, and returns the phase that follows.
 //
 // Deleting a watched node removes it from the known queue without listing
 // the children again: drivers only look at nodes ordered before ours, and
 // sequence numbers only grow, so the known queue minus the deleted node
 // decides correctly (nodes deleted meanwhile are found when watched).
-func (a *attempt) await(ctx context.Context) (progress bool, err error) {
+func (a *attempt) await(ctx context.Context) (turn, error) {
 	if a.l.c.debugging() {
 		a.l.c.log.Debug("waiting", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node, "watch", a.watch)
 	}
-	var woken []watchEvent
+	var (
+		woken []watchEvent
+		next  phase
+		err   error
+	)
 	if len(a.watch) == 1 {
-		n := a.watch[0]
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-a.ep.done:
-			a.phase = verifying
-			return false, nil
-		case ev := <-a.ownW:
-			return false, a.ownEvent(ev)
-		case ev := <-a.watches[n]:
-			woken = []watchEvent{{n, ev}}
-		}
+		woken, next, err = a.awaitOne(ctx)
 	} else {
-		var stop bool
-		woken, stop = a.awaitMany(ctx)
-		if stop {
-			return false, nil
-		}
+		woken, next, err = a.awaitMany(ctx)
+	}
+	if len(woken) == 0 {
+		return turn{next: next}, err
 	}
 	for _, w := range woken {
-		a.watchFired(w)
+		next = a.watchFired(w, next)
 	}
-	return true, nil
+	return turn{next: next, progress: true}, nil
 }
 
 // watchEvent is an event on the watch of one node of the queue.
@@ -127,11 +133,29 @@ type watchEvent struct {
 	ev   zk.Event
 }
 
+// awaitOne is await for one watched node. It returns the watch event, or,
+// when something else ended the wait, the phase that follows (and ctx's
+// error if ctx ended).
+func (a *attempt) awaitOne(ctx context.Context) ([]watchEvent, phase, error) {
+	n := a.watch[0]
+	select {
+	case <-ctx.Done():
+		return nil, waiting, ctx.Err()
+	case <-a.ep.done:
+		return nil, verifying, nil
+	case ev := <-a.ownW:
+		return nil, a.ownEventWaiting(ev), nil
+	case ev := <-a.watches[n]:
+		return []watchEvent{{n, ev}}, waiting, nil
+	}
+}
+
 // awaitMany is await for several watched nodes (an N-lease semaphore):
 // one forwarder per watch, all joined before it returns, so an event a
-// forwarder took is never dropped. stop is true when ctx, the epoch or our
-// own node ended the wait (the phase is then set).
-func (a *attempt) awaitMany(ctx context.Context) (woken []watchEvent, stop bool) {
+// forwarder took is never dropped. next is the phase that ctx, the epoch or
+// our own node set when they ended the wait (waiting otherwise: run checks
+// ctx before the next phase); the events taken meanwhile apply after it.
+func (a *attempt) awaitMany(ctx context.Context) (woken []watchEvent, next phase, err error) {
 	fired := make(chan watchEvent, len(a.watch))
 	quit := make(chan struct{})
 	var forwarders sync.WaitGroup
@@ -145,12 +169,13 @@ func (a *attempt) awaitMany(ctx context.Context) (woken []watchEvent, stop bool)
 			}
 		})
 	}
+	next = waiting
 	select {
 	case <-ctx.Done():
 	case <-a.ep.done:
-		a.phase = verifying
+		next = verifying
 	case ev := <-a.ownW:
-		_ = a.ownEvent(ev)
+		next = a.ownEventWaiting(ev)
 	case w := <-fired:
 		woken = append(woken, w)
 	}
@@ -159,23 +184,20 @@ func (a *attempt) awaitMany(ctx context.Context) (woken []watchEvent, stop bool)
 	for len(fired) > 0 {
 		woken = append(woken, <-fired)
 	}
-	// ctx may have ended meanwhile; run checks it before the next phase.
-	return woken, len(woken) == 0
+	return woken, next, nil
 }
 
-// ownEvent handles an event on our own node's watch while waiting.
-func (a *attempt) ownEvent(ev zk.Event) error {
-	a.ownW = nil
-	a.phase = verifying
+// ownEventWaiting is ownChanged for an event that came while waiting.
+func (a *attempt) ownEventWaiting(ev zk.Event) phase {
 	if ev.Type == zk.EventNodeDeleted {
 		a.span.AddEvent("own node deleted while waiting")
-		a.newID()
 	}
-	return nil
+	return a.ownChanged(ev)
 }
 
-// watchFired applies the event of a watched node.
-func (a *attempt) watchFired(w watchEvent) {
+// watchFired applies the event of a watched node to an attempt that would
+// otherwise go on to next, and returns the phase that follows.
+func (a *attempt) watchFired(w watchEvent, next phase) phase {
 	delete(a.watches, w.node)
 	a.l.c.stats.wakeups.Add(1)
 	if a.l.c.debugging() {
@@ -191,14 +213,11 @@ func (a *attempt) watchFired(w watchEvent) {
 	case zk.EventNodeDeleted:
 		a.queue = slices.DeleteFunc(a.queue, func(m string) bool { return m == w.node })
 		a.stale = true
-		if a.phase == waiting {
-			a.phase = deciding
-		}
 	case zk.EventNotWatching:
-		a.phase = verifying // session trouble: verify again
-	default:
-		if a.phase == waiting {
-			a.phase = deciding
-		}
+		return verifying // session trouble: verify again
 	}
+	if next == waiting {
+		return deciding
+	}
+	return next
 }
