@@ -58,7 +58,24 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	if err != nil {
 		return nil, opError("list", l.dir, err)
 	}
-	sorted := driver.Sort(driver.Filter(names, l.queue...), l.queue...)
+	res, err := l.readParticipants(ctx, driver.Sort(driver.Filter(names, l.queue...), l.queue...))
+	if err != nil {
+		return nil, err
+	}
+	names = make([]string, len(res))
+	for i, p := range res {
+		names[i] = p.Node
+	}
+	for i := range res {
+		dec, err := l.spec.Driver.Decide(names, res[i].Node)
+		res[i].Holder = err == nil && dec.Held
+	}
+	return res, nil
+}
+
+// readParticipants reads the nodes of sorted, 16 at a time, and returns
+// those still there, in order.
+func (l *Lock) readParticipants(ctx context.Context, sorted []string) ([]Participant, error) {
 	out := make([]Participant, len(sorted))
 	ok := make([]bool, len(sorted))
 	errs := make([]error, len(sorted))
@@ -68,26 +85,7 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			var data []byte
-			var st *zk.Stat
-			err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
-				data, st, err = l.c.get(ctx, join(l.dir, n))
-				return err
-			})
-			switch {
-			case errors.Is(err, zk.ErrNoNode):
-			case err != nil:
-				errs[i] = opError("read", join(l.dir, n), err)
-			default:
-				seq, parsed := driver.Sequence(n, l.queue...)
-				if !parsed {
-					seq = -1
-				}
-				out[i] = Participant{Node: n, LockName: lockNameOf(n, l.queue), Sequence: seq,
-					Data: data, Session: st.EphemeralOwner, Token: st.Czxid,
-					Created: time.UnixMilli(st.Ctime)}
-				ok[i] = true
-			}
+			out[i], ok[i], errs[i] = l.readParticipant(ctx, n)
 		})
 	}
 	wg.Wait()
@@ -100,15 +98,30 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 			res = append(res, out[i])
 		}
 	}
-	names = make([]string, len(res))
-	for i, p := range res {
-		names[i] = p.Node
-	}
-	for i := range res {
-		dec, err := l.spec.Driver.Decide(names, res[i].Node)
-		res[i].Holder = err == nil && dec.Held
-	}
 	return res, nil
+}
+
+// readParticipant reads node n; ok is false when it is gone.
+func (l *Lock) readParticipant(ctx context.Context, n string) (p Participant, ok bool, err error) {
+	var data []byte
+	var st *zk.Stat
+	err = l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
+		data, st, err = l.c.get(ctx, join(l.dir, n))
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return p, false, nil
+	case err != nil:
+		return p, false, opError("read", join(l.dir, n), err)
+	}
+	seq, parsed := driver.Sequence(n, l.queue...)
+	if !parsed {
+		seq = -1
+	}
+	return Participant{Node: n, LockName: lockNameOf(n, l.queue), Sequence: seq,
+		Data: data, Session: st.EphemeralOwner, Token: st.Czxid,
+		Created: time.UnixMilli(st.Ctime)}, true, nil
 }
 
 // lockNameOf returns the lock name whose last occurrence is latest in n.

@@ -265,7 +265,16 @@ func tryExpire(target string, s session) (retry bool, err error) {
 		return false, err
 	}
 	defer conn.Close()
+	resumed, err := resume(conn, s)
+	if !resumed || err != nil {
+		return false, err
+	}
+	return closeSession(conn)
+}
 
+// resume sends a connect request for session s on conn. It reports false
+// with no error when the server says the session has expired already.
+func resume(conn net.Conn, s session) (bool, error) {
 	timeout := s.timeout
 	if timeout <= 0 {
 		timeout = expireTimeoutMs
@@ -284,34 +293,36 @@ func tryExpire(target string, s session) (retry bool, err error) {
 		return false, fmt.Errorf("connect: %w", err)
 	}
 	got, ok := parseConnectResponse(resp)
-	if !ok {
+	switch {
+	case !ok:
 		return false, fmt.Errorf("connect: malformed response of %d bytes", len(resp))
-	}
-	if got.id == 0 {
+	case got.id == 0:
 		return false, nil // already expired
-	}
-	if got.id != s.id {
+	case got.id != s.id:
 		return false, fmt.Errorf("connect: the server granted session %#x", got.id)
 	}
+	return true, nil
+}
 
+// closeSession sends closeSession on conn, whose session it ends, and
+// waits for the reply. It reports retry when the connection closed
+// without one.
+func closeSession(conn net.Conn) (retry bool, err error) {
 	// closeSession: a request header (int32 xid, int32 opcode), no body.
 	const xid = 1
-	req = req[:0]
-	req = binary.BigEndian.AppendUint32(req, 8)
+	req := binary.BigEndian.AppendUint32(nil, 8)
 	req = binary.BigEndian.AppendUint32(req, xid)
 	closeOp := int32(OpClose)
 	req = binary.BigEndian.AppendUint32(req, uint32(closeOp))
 	for {
 		// The reply header: int32 xid, int64 zxid, int32 err.
-		resp, err = exchange(conn, req)
+		resp, err := exchange(conn, req)
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				// Closed without a reply: the session moved to another
-				// connection (or the server closed it and hung up
-				// first; the next attempt then finds it expired).
-				return true, fmt.Errorf("closeSession: %w", err)
-			}
-			return false, fmt.Errorf("closeSession: %w", err)
+			// Closed without a reply: the session moved to another
+			// connection (or the server closed it and hung up first;
+			// the next attempt then finds it expired).
+			closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+			return closed, fmt.Errorf("closeSession: %w", err)
 		}
 		if len(resp) < 16 {
 			return false, fmt.Errorf("closeSession: malformed reply of %d bytes", len(resp))

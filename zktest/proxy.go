@@ -633,102 +633,116 @@ func (c *proxyConn) run() {
 // clientToServer forwards the client's frames to server (nil: discard),
 // one whole frame at a time, and injects the faults decide picks.
 func (c *proxyConn) clientToServer(server net.Conn) {
-	defer func() {
-		switch {
-		case c.losing.Load():
-			// serverToClient cuts when the reply comes.
-		case c.cut.Load():
-			// The server side is closed by the cut's timer.
-			c.closeClient()
-		default:
-			c.closeBoth()
-		}
-	}()
+	defer c.endClientToServer()
 	r := bufio.NewReaderSize(c.client, 32<<10)
-	var hdr [12]byte
-	first := true
-	for {
-		if _, err := io.ReadFull(r, hdr[:4]); err != nil {
-			return
-		}
-		n := int64(int32(binary.BigEndian.Uint32(hdr[:4])))
-		if first && (n < 0 || n > maxFrame) {
-			// Not a session: a four-letter word such as "ruok". Pass
-			// the rest of the connection through as it is.
-			c.raw(server, r, hdr[:4])
-			return
-		}
-		if n < 0 || n > maxFrame {
-			return
-		}
-		if first && n <= maxConnectFrame {
-			// The connect request: remember the session it resumes.
-			frame := make([]byte, 4+n)
-			copy(frame, hdr[:4])
-			if _, err := io.ReadFull(r, frame[4:]); err != nil {
-				return
-			}
-			first = false
-			if s, ok := parseConnectRequest(frame[4:]); ok {
-				c.setSession(s)
-				// Resuming a session being expired would race with its
-				// expiry: the request waits until the session is gone.
-				if !c.p.awaitExpiry(s.id) {
-					return
-				}
-			}
-			if c.holed(ClientToServer) || server == nil {
-				continue
-			}
-			if _, err := server.Write(frame); err != nil {
-				return
-			}
-			continue
-		}
-		k := int64(0)
-		request := !first && n >= 8
-		if request {
-			// Request header: int32 xid, int32 opcode.
-			if _, err := io.ReadFull(r, hdr[4:12]); err != nil {
-				return
-			}
-			k = 8
-		}
-		first = false
-		holed := c.holed(ClientToServer) || server == nil
-		var f Fault
-		var xid int32
-		if request {
-			xid = int32(binary.BigEndian.Uint32(hdr[4:8]))
-			op := Op(int32(binary.BigEndian.Uint32(hdr[8:12])))
-			f = c.p.decide(c, xid, op, holed)
-		}
-		if holed {
-			if _, err := io.CopyN(io.Discard, r, n-k); err != nil {
-				return
-			}
-			continue
-		}
-		if f == DropRequest {
-			c.cutNow()
-			return
-		}
-		if f == LoseReply {
-			// Before the request goes: its reply may come at once.
-			c.loseXid.Store(xid)
-			c.losing.Store(true)
-		}
-		if _, err := server.Write(hdr[:4+k]); err != nil {
-			return
-		}
-		if _, err := io.CopyN(server, r, n-k); err != nil {
-			return
-		}
-		if f == LoseReply {
-			c.cutLater()
-			return
+	if !c.forwardConnect(server, r) {
+		return
+	}
+	for c.forwardRequest(server, r) {
+	}
+}
+
+// endClientToServer closes what clientToServer leaves behind.
+func (c *proxyConn) endClientToServer() {
+	switch {
+	case c.losing.Load():
+		// serverToClient cuts when the reply comes.
+	case c.cut.Load():
+		// The server side is closed by the cut's timer.
+		c.closeClient()
+	default:
+		c.closeBoth()
+	}
+}
+
+// readLength reads a frame's length, the first 4 bytes of hdr.
+func readLength(r io.Reader, hdr []byte) (int64, error) {
+	if _, err := io.ReadFull(r, hdr[:4]); err != nil {
+		return 0, err
+	}
+	return int64(int32(binary.BigEndian.Uint32(hdr[:4]))), nil
+}
+
+// forwardConnect forwards the connection's first frame: a four-letter
+// word, after which the rest of the connection passes as it is, or the
+// connect request, whose session it remembers (a request resuming a
+// session being expired waits until the session is gone). It reports
+// whether request frames follow.
+func (c *proxyConn) forwardConnect(server net.Conn, r *bufio.Reader) bool {
+	var hdr [4]byte
+	n, err := readLength(r, hdr[:])
+	if err != nil {
+		return false
+	}
+	if n < 0 || n > maxFrame {
+		// Not a session: a four-letter word such as "ruok".
+		c.raw(server, r, hdr[:])
+		return false
+	}
+	frame := make([]byte, 4+n)
+	copy(frame, hdr[:])
+	if _, err := io.ReadFull(r, frame[4:]); err != nil {
+		return false
+	}
+	if s, ok := parseConnectRequest(frame[4:]); n <= maxConnectFrame && ok {
+		c.setSession(s)
+		if !c.p.awaitExpiry(s.id) {
+			return false
 		}
 	}
+	if c.holed(ClientToServer) || server == nil {
+		return true
+	}
+	_, err = server.Write(frame)
+	return err == nil
+}
+
+// forwardRequest forwards one request frame, injecting the fault decide
+// picks for it, or discards it while client->server traffic is
+// black-holed. It reports whether to go on with the next frame.
+func (c *proxyConn) forwardRequest(server net.Conn, r *bufio.Reader) bool {
+	var hdr [12]byte
+	n, err := readLength(r, hdr[:])
+	if err != nil || n < 0 || n > maxFrame {
+		return false
+	}
+	k := int64(0)
+	if n >= 8 {
+		// Request header: int32 xid, int32 opcode.
+		if _, err := io.ReadFull(r, hdr[4:12]); err != nil {
+			return false
+		}
+		k = 8
+	}
+	holed := c.holed(ClientToServer) || server == nil
+	var f Fault
+	xid := int32(binary.BigEndian.Uint32(hdr[4:8]))
+	if k > 0 {
+		f = c.p.decide(c, xid, Op(int32(binary.BigEndian.Uint32(hdr[8:12]))), holed)
+	}
+	switch {
+	case holed:
+		_, err := io.CopyN(io.Discard, r, n-k)
+		return err == nil
+	case f == DropRequest:
+		c.cutNow()
+		return false
+	case f == LoseReply:
+		// Before the request goes: its reply may come at once.
+		c.loseXid.Store(xid)
+		c.losing.Store(true)
+	}
+	if _, err := server.Write(hdr[:4+k]); err != nil {
+		return false
+	}
+	if _, err := io.CopyN(server, r, n-k); err != nil {
+		return false
+	}
+	if f == LoseReply {
+		c.cutLater()
+		return false
+	}
+	return true
 }
 
 // raw copies the rest of a non-session connection unchanged (or discards
@@ -790,61 +804,24 @@ func (c *proxyConn) serverToClient(server net.Conn) {
 	r := bufio.NewReaderSize(server, 32<<10)
 	frame := make([]byte, 0, 32<<10)
 	clientOK := true
-	first := true
-	for {
+	for first := true; ; first = false {
 		var err error
-		if _, err = r.Peek(1); err == nil && c.raw4lw.Load() {
-			var w io.Writer = c.client
-			if c.holed(ServerToClient) {
-				w = io.Discard
-			}
-			if _, err = io.Copy(w, r); err == nil {
-				err = io.EOF
-			}
-		}
-		var n int64
-		if err == nil {
-			frame = frame[:4]
-			if _, err = io.ReadFull(r, frame); err == nil {
-				n = int64(int32(binary.BigEndian.Uint32(frame)))
-				if n < 0 || n > maxFrame {
-					err = fmt.Errorf("zktest: proxy: server frame of %d bytes", n)
-				}
-			}
-		}
-		if err == nil {
-			frame = append(frame[:4], make([]byte, n)...)
-			_, err = io.ReadFull(r, frame[4:])
-		}
-		if err != nil {
-			switch {
-			case c.losing.Load():
-				c.cutNow()
-			case c.holed(ServerToClient) && !c.cut.Load():
-				// A partition hides the server's close from the client:
-				// keep the client side open until the partition ends.
-				c.closeServer()
-			default:
-				c.closeBoth()
-			}
+		if frame, err = c.readServerFrame(r, frame); err != nil {
+			c.endServerToClient()
 			return
 		}
-		// Replies start with the request's xid; the first frame is the
-		// connect response.
+		// The first frame is the connect response; replies start with
+		// the request's xid.
 		if first {
-			if s, ok := parseConnectResponse(frame[4:]); ok {
-				c.setSession(s)
-			}
-		}
-		if !first && n >= 4 && c.losing.Load() && int32(binary.BigEndian.Uint32(frame[4:8])) == c.loseXid.Load() {
+			c.noteConnectResponse(frame)
+		} else if c.losesReply(frame) {
 			c.cutNow()
 			clientOK = false
 		}
-		first = false
 		if !clientOK || c.holed(ServerToClient) {
 			continue
 		}
-		if _, werr := c.client.Write(frame); werr != nil {
+		if _, err := c.client.Write(frame); err != nil {
 			clientOK = false
 			if !c.cut.Load() {
 				c.closeBoth()
@@ -853,5 +830,64 @@ func (c *proxyConn) serverToClient(server net.Conn) {
 			// Cut: keep draining the server until the cut's timer
 			// closes it.
 		}
+	}
+}
+
+// readServerFrame reads the server's next frame into frame. On a
+// four-letter word's connection it copies the rest of the answer as it is
+// (or discards it while server->client traffic is black-holed) and
+// returns io.EOF.
+func (c *proxyConn) readServerFrame(r *bufio.Reader, frame []byte) ([]byte, error) {
+	if _, err := r.Peek(1); err != nil {
+		return frame, err
+	}
+	if c.raw4lw.Load() {
+		var w io.Writer = c.client
+		if c.holed(ServerToClient) {
+			w = io.Discard
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			return frame, err
+		}
+		return frame, io.EOF
+	}
+	frame = frame[:4]
+	if _, err := io.ReadFull(r, frame); err != nil {
+		return frame, err
+	}
+	n := int64(int32(binary.BigEndian.Uint32(frame)))
+	if n < 0 || n > maxFrame {
+		return frame, fmt.Errorf("zktest: proxy: server frame of %d bytes", n)
+	}
+	frame = append(frame[:4], make([]byte, n)...)
+	_, err := io.ReadFull(r, frame[4:])
+	return frame, err
+}
+
+// noteConnectResponse remembers the session a connect response frame
+// grants.
+func (c *proxyConn) noteConnectResponse(frame []byte) {
+	if s, ok := parseConnectResponse(frame[4:]); ok {
+		c.setSession(s)
+	}
+}
+
+// losesReply reports whether frame is the reply LoseReply loses.
+func (c *proxyConn) losesReply(frame []byte) bool {
+	return len(frame) >= 8 && c.losing.Load() && int32(binary.BigEndian.Uint32(frame[4:8])) == c.loseXid.Load()
+}
+
+// endServerToClient closes what the end of the server's stream leaves:
+// the connection LoseReply cuts; under a partition of server->client
+// traffic only the server side, hiding the close from the client until
+// the partition ends; else both sides.
+func (c *proxyConn) endServerToClient() {
+	switch {
+	case c.losing.Load():
+		c.cutNow()
+	case c.holed(ServerToClient) && !c.cut.Load():
+		c.closeServer()
+	default:
+		c.closeBoth()
 	}
 }

@@ -82,7 +82,6 @@ func Main(args []string, stdout, stderr io.Writer, env func(string) string) int 
 		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
 	}
-	var cmd *command
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, mainHelp)
@@ -90,21 +89,14 @@ func Main(args []string, stdout, stderr io.Writer, env func(string) string) int 
 	case "-version", "--version", "version":
 		fmt.Fprintln(stdout, "zklock", version())
 		return exitOK
-	case "run":
-		cmd = newRunCommand()
-	case "elect":
-		cmd = newElectCommand()
-	case "leader":
-		cmd = newLeaderCommand()
-	case "ls":
-		cmd = newLsCommand()
-	case "rm":
-		cmd = newRmCommand()
-	default:
+	}
+	newCmd, ok := commands[args[0]]
+	if !ok {
 		fmt.Fprintf(stderr, "zklock: unknown command %q\n", args[0])
 		fmt.Fprint(stderr, mainUsage)
 		return exitUsage
 	}
+	cmd := newCmd()
 	rest, help, err := cmd.parse(args[1:])
 	if err == nil && help {
 		fmt.Fprint(stdout, cmd.help)
@@ -113,6 +105,21 @@ func Main(args []string, stdout, stderr io.Writer, env func(string) string) int 
 	if err == nil {
 		err = cmd.run(&proc{stdout: stdout, stderr: stderr, getenv: env}, rest)
 	}
+	return report(cmd, err, stderr)
+}
+
+// commands makes each command by its name.
+var commands = map[string]func() *command{
+	"run":    newRunCommand,
+	"elect":  newElectCommand,
+	"leader": newLeaderCommand,
+	"ls":     newLsCommand,
+	"rm":     newRmCommand,
+}
+
+// report reports err, the outcome of cmd, on stderr and returns the
+// exit status it means.
+func report(cmd *command, err error, stderr io.Writer) int {
 	var ee *exitError
 	switch {
 	case err == nil:
