@@ -68,7 +68,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // config is what the command line sets.

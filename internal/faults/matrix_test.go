@@ -11,7 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/faults"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 var seedFlag = flag.Uint64("faults.seed", 0, "seed of the fault matrix's random choices (0: from the clock)")

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/zkrecipes/zkrecipes/internal/faults"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 // procRuns is how many kills and how many pauses each variant gets: a

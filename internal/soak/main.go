@@ -48,7 +48,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/faults"
-	"github.com/zkrecipes/zkrecipes/internal/zktest"
+	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func main() {

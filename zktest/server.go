@@ -640,7 +640,7 @@ func ScriptPath() (string, error) {
 		return p, nil
 	}
 	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		p := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "zk.sh")
+		p := filepath.Join(filepath.Dir(file), "..", "scripts", "zk.sh")
 		if _, err := os.Stat(p); err == nil {
 			return filepath.Clean(p), nil
 		}
