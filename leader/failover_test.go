@@ -295,12 +295,12 @@ func TestForcedChanges(t *testing.T) {
 		case "cut off":
 			limit = cl.client(cur.slot).SessionTimeout() + time.Second
 			at = time.Now()
-			proxies[cur.slot].Blackhole(true)
+			proxies[cur.slot].Partition()
 		}
 		next := cl.next(t, 15*time.Second, fmt.Sprintf("after change %d (%s of %s)", i, kind, cur.id))
 		took := next.start.Sub(at)
 		if kind == "cut off" {
-			proxies[cur.slot].Blackhole(false)
+			proxies[cur.slot].Heal()
 			if took > limit {
 				t.Errorf("change %d: the next participant led %v after the leader was cut off, want at most the session timeout + 1s = %v", i, took, limit)
 			}
@@ -384,9 +384,9 @@ func TestPartitionedLeaderStopsFirst(t *testing.T) {
 		})
 		limit := cl.client(cur.slot).SessionTimeout() + time.Second
 		at := time.Now()
-		proxies[cur.slot].Blackhole(true)
+		proxies[cur.slot].Partition()
 		next := cl.next(t, 15*time.Second, fmt.Sprintf("after trial %d cut off %s", trial, cur.id))
-		proxies[cur.slot].Blackhole(false)
+		proxies[cur.slot].Heal()
 		lost := cl.ended(t, cur.token)
 		margin := next.start.Sub(lost.end)
 		t.Logf("trial %2d: %s cut off; its term context cancelled after %v; %s leads after %v; margin %v",

@@ -329,7 +329,7 @@ func TestSessionExpiryWhileHeld(t *testing.T) {
 		}
 		got2 <- time.Now()
 	}()
-	proxy.Blackhole(true)
+	proxy.Partition()
 	var lostAt time.Time
 	select {
 	case <-m1.Done():
@@ -352,7 +352,7 @@ func TestSessionExpiryWhileHeld(t *testing.T) {
 	if !lostAt.Before(at) {
 		t.Fatalf("holder told at %v, after the next holder was granted at %v", lostAt, at)
 	}
-	proxy.Blackhole(false)
+	proxy.Heal()
 	err = m1.Unlock(locktest.Ctx(t, 10*time.Second))
 	if !errors.Is(err, mutex.ErrLost) {
 		t.Fatalf("Unlock after expiry = %v, want ErrLost", err)

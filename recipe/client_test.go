@@ -139,7 +139,7 @@ func TestLossOnSilenceThenRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid := c.SessionID()
-	proxy.Blackhole(true)
+	proxy.Partition()
 	start := time.Now()
 	select {
 	case <-h.Done():
@@ -151,7 +151,7 @@ func TestLossOnSilenceThenRecovery(t *testing.T) {
 		t.Fatalf("Err = %v, want ErrLost and ErrConnectionSuspended", err)
 	}
 	t.Logf("loss signalled after %v of silence (session timeout %v)", took, session)
-	proxy.Blackhole(false)
+	proxy.Heal()
 	h2, err := l.Acquire(ctx)
 	if err != nil {
 		t.Fatalf("acquire after the connection came back: %v", err)

@@ -73,7 +73,7 @@ func TestBackgroundLoopsUseThePolicy(t *testing.T) {
 		failed := make(chan error, 1)
 		go func() { failed <- waiter.Lock(wctx) }()
 		locktest.Queued(t, 2, holder.Participants)
-		proxy.Blackhole(true)
+		proxy.Partition()
 		cancel()
 		if err := <-failed; !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled Lock = %v", err)
@@ -82,7 +82,7 @@ func TestBackgroundLoopsUseThePolicy(t *testing.T) {
 		// The waiter's delete cannot get through: cleanup retries it, on
 		// the policy's schedule, until the connection is back.
 		time.Sleep(3 * time.Second)
-		proxy.Blackhole(false)
+		proxy.Heal()
 		raw := zktest.Connect(t, srv.Addr())
 		locktest.Eventually(t, 15*time.Second, "the waiter's node deleted", func() bool {
 			return len(locktest.Children(t, raw, path)) == 1

@@ -30,7 +30,7 @@ func suspendedHold(t *testing.T, srv *zktest.Server, path string) (*recipe.Clien
 	if _, _, err := engine.Of(c).Get(ctx, path); err != nil { // the silence starts with the cut
 		t.Fatal(err)
 	}
-	proxy.Blackhole(true)
+	proxy.Partition()
 	select {
 	case <-h.Suspended():
 	case <-h.Done():
@@ -55,7 +55,7 @@ func TestSuspensionNodeDeletedMeanwhile(t *testing.T) {
 	if err := raw.Delete(path+"/"+h.Node(), -1); err != nil {
 		t.Fatal(err)
 	}
-	proxy.Blackhole(false)
+	proxy.Heal()
 	select {
 	case <-h.Done():
 	case <-h.Resumed():
@@ -83,7 +83,7 @@ func TestSuspensionReleaseWhileSuspended(t *testing.T) {
 	released := make(chan error, 1)
 	go func() { released <- h.Release(locktest.Ctx(t, 10*time.Second)) }()
 	time.Sleep(200 * time.Millisecond)
-	proxy.Blackhole(false)
+	proxy.Heal()
 	if err := <-released; err != nil {
 		t.Fatalf("Release while suspended: %v", err)
 	}
@@ -111,7 +111,7 @@ func TestSuspensionDefaultIsLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	suspended := h.Suspended()
-	proxy.Blackhole(true)
+	proxy.Partition()
 	select {
 	case <-h.Done():
 	case <-suspended:
@@ -119,7 +119,7 @@ func TestSuspensionDefaultIsLoss(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("not lost within the session timeout")
 	}
-	proxy.Blackhole(false)
+	proxy.Heal()
 	if err := h.Err(); !errors.Is(err, recipe.ErrConnectionSuspended) {
 		t.Fatalf("Err = %v, want ErrConnectionSuspended", err)
 	}

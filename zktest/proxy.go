@@ -108,13 +108,13 @@ func (f Fault) String() string {
 // Direction is a set of directions of traffic through the proxy.
 type Direction uint8
 
-// The directions Partition black-holes.
+// The directions PartitionOneWay black-holes.
 const (
 	// ClientToServer is the client's requests (and pings).
 	ClientToServer Direction = 1 << iota
 	// ServerToClient is the server's replies and watch notifications.
 	ServerToClient
-	// BothWays is a full partition.
+	// BothWays is a full partition (Partition).
 	BothWays = ClientToServer | ServerToClient
 )
 
@@ -147,6 +147,10 @@ const (
 	// past it, the connection is cut anyway.
 	loseReplyWait    = 2 * time.Second
 	proxyDialTimeout = 2 * time.Second
+	// maxConnectFrame bounds the connect request the proxy reads whole
+	// (about 50 bytes in practice); a longer first frame is forwarded
+	// without looking at its session.
+	maxConnectFrame = 4096
 )
 
 // ProxyStats counts what a Proxy has done.
@@ -179,7 +183,7 @@ type Request struct {
 	Op   Op
 	// Fault is what Arm or CutAfterCreates did to it (0: nothing).
 	Fault Fault
-	// Blackholed: Partition discarded it.
+	// Blackholed: a partition (Partition, PartitionOneWay) discarded it.
 	Blackholed bool
 }
 
@@ -214,14 +218,31 @@ func (r *rule) hit() bool {
 	return r.seen == r.nth
 }
 
-// Proxy is a fault-injecting TCP proxy between a ZooKeeper client and one
-// server, on 127.0.0.1. It forwards bytes unchanged and parses the
-// client's frames just enough to see each request's xid and opcode. It
-// can lose the reply to, or drop, the n-th request of chosen kinds (Arm)
-// or every n-th create (CutAfterCreates), record the requests it sees
-// (Record), partition the network one way or both (Partition, Blackhole),
-// drop every connection (DropAll) and send new connections to another
-// server (Retarget).
+// Proxy is a fault-injecting TCP proxy between ZooKeeper clients and one
+// server, on 127.0.0.1: point a client at Addr instead of the server, then
+// inject faults while the test runs. It forwards bytes unchanged and
+// parses the frames just enough to see each request's xid and opcode and
+// each connection's session.
+//
+// The faults, and what a client sees:
+//
+//   - Partition, PartitionOneWay and Heal: a network partition, both ways
+//     or one way, with the TCP connections left open: silence, until the
+//     client gives up on the connection or the server expires the session.
+//   - DropAll: every connection is closed; the client reconnects at once
+//     and keeps its session.
+//   - LoseNextReply, DropNextRequest, Arm and CutAfterCreates: one request
+//     is applied but its reply lost, or dropped unseen; the connection is
+//     cut, so the call fails with a connection error and the client
+//     reconnects with its session.
+//   - ExpireSessions: the server expires the sessions of the proxy's
+//     clients now, as if they had been silent for their whole timeout;
+//     their ephemeral nodes are deleted and each client is told its
+//     session expired.
+//
+// Record and Recorded list the requests the proxy sees, Sessions the
+// sessions on its connections, Retarget sends new connections to
+// another server, and Stats counts what the proxy did.
 type Proxy struct {
 	ln   net.Listener
 	done chan struct{} // closed by Close
@@ -235,6 +256,7 @@ type Proxy struct {
 	recorded  []Request
 	closed    bool
 	conns     map[*proxyConn]struct{}
+	expiring  map[int64]chan struct{} // sessions ExpireSessions is expiring
 	stats     ProxyStats
 	wg        sync.WaitGroup
 }
@@ -284,7 +306,7 @@ func (p *Proxy) CutAfterCreates(n int) {
 // after it are not forwarded (nor, with DropRequest, the replies to
 // earlier ones that the server had not sent yet). The rule
 // fires once; Arm replaces a rule that has not fired yet, Disarm removes
-// it. Requests black-holed by Partition do not count. Stats tells whether
+// it. Requests black-holed by a partition do not count. Stats tells whether
 // it fired (Cuts or Dropped).
 func (p *Proxy) Arm(f Fault, n int, ops ...Op) {
 	p.mu.Lock()
@@ -297,6 +319,23 @@ func (p *Proxy) Arm(f Fault, n int, ops ...Op) {
 		}
 	}
 }
+
+// LoseNextReply makes the proxy lose the reply to the next request whose
+// opcode is one of ops (with no ops, the next request but a ping): it is
+// Arm(LoseReply, 1, ops...). The server applies the request; the client's
+// call fails with a connection error (go-zookeeper's
+// zk.ErrConnectionClosed) and the client reconnects, keeping its session,
+// so the change is there when it looks again. Like Arm, it replaces a rule
+// that has not fired yet.
+func (p *Proxy) LoseNextReply(ops ...Op) { p.Arm(LoseReply, 1, ops...) }
+
+// DropNextRequest makes the proxy drop the next request whose opcode is
+// one of ops (with no ops, the next request but a ping): it is
+// Arm(DropRequest, 1, ops...). The server never sees the request; the
+// client's call fails with a connection error (zk.ErrConnectionClosed)
+// and the client reconnects, keeping its session. Like Arm, it replaces a
+// rule that has not fired yet.
+func (p *Proxy) DropNextRequest(ops ...Op) { p.Arm(DropRequest, 1, ops...) }
 
 // Disarm removes the rule set by Arm, if it has not fired.
 func (p *Proxy) Disarm() {
@@ -325,19 +364,48 @@ func (p *Proxy) Recorded() []Request {
 	return out
 }
 
-// Partition black-holes the traffic in directions d, on current and new
-// connections, while the TCP connections stay open: the bytes in a
-// black-holed direction are read and discarded (client requests whole
-// frames at a time), and a server closing its side is hidden from the
-// client while server->client traffic is black-holed. A connection
-// accepted while client->server traffic is black-holed is held open but
-// not connected to a server.
+// Partition black-holes the traffic between the proxy's clients and the
+// server in both directions, like a network partition, on current and new
+// connections, while the TCP connections stay open: the proxy reads the
+// bytes each side sends and discards them, and hides from the client a
+// server closing its side. A connection accepted during the partition is
+// held open but not connected to a server.
 //
-// Lifting a direction (Partition(0), or from one direction to the other)
-// closes, both sides, every connection on which that direction was
-// black-holed, since its streams lost bytes; later connections are
-// forwarded normally. Partition(0) heals the network.
-func (p *Proxy) Partition(d Direction) {
+// What a client sees: silence. Its requests and pings get no answer, so
+// go-zookeeper gives up on the connection after 2/3 of the session
+// timeout and keeps reconnecting (to connections that stay silent), and
+// a recipe.Client tells its holders they lost ownership (recipe.ErrLost
+// with recipe.ErrConnectionSuspended) once it has heard nothing for its
+// loss timeout (by default half the session timeout). The server expires
+// the session once it has heard nothing for the session timeout. Heal
+// ends the partition.
+func (p *Proxy) Partition() { p.partition(BothWays) }
+
+// PartitionOneWay black-holes the traffic in direction d only
+// (ClientToServer or ServerToClient), on current and new connections,
+// like Partition does for both. With client->server traffic black-holed
+// the server hears nothing (and expires the session after its timeout)
+// while its notifications still reach the client; with server->client
+// traffic black-holed the server applies the client's requests and keeps
+// the session alive, but the client sees no reply and gives up on the
+// connection after 2/3 of the session timeout.
+//
+// PartitionOneWay(BothWays) is Partition, PartitionOneWay(0) is Heal.
+// Going from one direction to the other lifts the first: the connections
+// on which it was black-holed are closed, as Heal closes them.
+func (p *Proxy) PartitionOneWay(d Direction) { p.partition(d) }
+
+// Heal lifts any partition (Partition, PartitionOneWay). Since the
+// streams of the connections that were partitioned lost bytes, Heal
+// closes them, both sides: the client reconnects at once, through the
+// proxy, and gets its session back if the server has not expired it (or
+// is told it expired: go-zookeeper's StateExpired). New connections are
+// forwarded normally.
+func (p *Proxy) Heal() { p.partition(0) }
+
+// partition black-holes the directions d, closing the connections on
+// which a direction not in d was black-holed.
+func (p *Proxy) partition(d Direction) {
 	d &= BothWays
 	p.mu.Lock()
 	p.holes = d
@@ -353,19 +421,6 @@ func (p *Proxy) Partition(d Direction) {
 	p.mu.Unlock()
 	for _, c := range lifted {
 		c.closeBoth()
-	}
-}
-
-// Blackhole on makes the proxy forward nothing in either direction, on
-// existing and new connections, like a network partition:
-// Partition(BothWays). Blackhole off is Partition(0): it resumes
-// forwarding for new connections and closes the connections that were
-// black-holed.
-func (p *Proxy) Blackhole(on bool) {
-	if on {
-		p.Partition(BothWays)
-	} else {
-		p.Partition(0)
 	}
 }
 
@@ -489,13 +544,12 @@ func (p *Proxy) acceptLoop() {
 			return
 		}
 		p.stats.Connections++
-		c := &proxyConn{p: p, client: client, id: p.stats.Connections}
+		c := &proxyConn{p: p, client: client, id: p.stats.Connections, target: p.target}
 		c.holes.Store(uint32(p.holes))
 		p.conns[c] = struct{}{}
-		target := p.target
 		p.wg.Add(1)
 		p.mu.Unlock()
-		go c.run(target)
+		go c.run()
 	}
 }
 
@@ -505,6 +559,7 @@ type proxyConn struct {
 	p      *Proxy
 	client net.Conn
 	id     int
+	target string        // the server this connection is (or would be) forwarded to
 	holes  atomic.Uint32 // Direction black-holed
 	cut    atomic.Bool   // client side cut by a fault
 	raw4lw atomic.Bool   // a four-letter word, not a session: no frames
@@ -517,6 +572,7 @@ type proxyConn struct {
 	server       net.Conn // nil until dialed
 	serverClosed bool
 	clientOnce   sync.Once
+	sess         session // seen in the connect request, then its response
 }
 
 func (c *proxyConn) holed(d Direction) bool {
@@ -548,12 +604,12 @@ func (c *proxyConn) closeBoth() {
 // run connects to the server unless client->server traffic is
 // black-holed, then forwards client->server frames; a second goroutine
 // copies server->client bytes.
-func (c *proxyConn) run(target string) {
+func (c *proxyConn) run() {
 	p := c.p
 	defer p.wg.Done()
 	var server net.Conn
 	if !c.holed(ClientToServer) {
-		s, err := net.DialTimeout("tcp", target, proxyDialTimeout)
+		s, err := net.DialTimeout("tcp", c.target, proxyDialTimeout)
 		if err != nil {
 			c.closeBoth()
 			return
@@ -604,6 +660,30 @@ func (c *proxyConn) clientToServer(server net.Conn) {
 		}
 		if n < 0 || n > maxFrame {
 			return
+		}
+		if first && n <= maxConnectFrame {
+			// The connect request: remember the session it resumes.
+			frame := make([]byte, 4+n)
+			copy(frame, hdr[:4])
+			if _, err := io.ReadFull(r, frame[4:]); err != nil {
+				return
+			}
+			first = false
+			if s, ok := parseConnectRequest(frame[4:]); ok {
+				c.setSession(s)
+				// Resuming a session being expired would race with its
+				// expiry: the request waits until the session is gone.
+				if !c.p.awaitExpiry(s.id) {
+					return
+				}
+			}
+			if c.holed(ClientToServer) || server == nil {
+				continue
+			}
+			if _, err := server.Write(frame); err != nil {
+				return
+			}
+			continue
 		}
 		k := int64(0)
 		request := !first && n >= 8
@@ -751,6 +831,11 @@ func (c *proxyConn) serverToClient(server net.Conn) {
 		}
 		// Replies start with the request's xid; the first frame is the
 		// connect response.
+		if first {
+			if s, ok := parseConnectResponse(frame[4:]); ok {
+				c.setSession(s)
+			}
+		}
 		if !first && n >= 4 && c.losing.Load() && int32(binary.BigEndian.Uint32(frame[4:8])) == c.loseXid.Load() {
 			c.cutNow()
 			clientOK = false

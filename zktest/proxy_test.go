@@ -147,7 +147,7 @@ func TestProxyCutAfterCreates(t *testing.T) {
 	}
 }
 
-func TestProxyBlackhole(t *testing.T) {
+func TestProxyPartition(t *testing.T) {
 	s := zktest.Shared(t)
 	direct := zktest.Connect(t, s.Addr())
 	p := newProxy(t, s.Addr())
@@ -155,7 +155,7 @@ func TestProxyBlackhole(t *testing.T) {
 	path := zktest.UniquePath(t)
 	createParents(t, c, path)
 
-	p.Blackhole(true)
+	p.Partition()
 	res := make(chan error, 1)
 	go func() {
 		_, err := c.Create(path, nil, 0, openACL)
@@ -193,7 +193,7 @@ func TestProxyBlackhole(t *testing.T) {
 
 	// Lifting the black hole closes the held connections and lets the
 	// client in again (with a new session if the old one expired).
-	p.Blackhole(false)
+	p.Heal()
 	_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := raw.Read(make([]byte, 8)); err != io.EOF {
 		t.Fatalf("held connection after the black hole: %v, want EOF", err)
@@ -259,7 +259,7 @@ func TestProxyCloseEndsEverything(t *testing.T) {
 	if _, _, err := c.Exists("/"); err != nil {
 		t.Fatal(err)
 	}
-	p.Blackhole(true)
+	p.Partition()
 	raw, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -536,7 +536,7 @@ func TestProxyPartitionOneWay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Partition(zktest.ClientToServer)
+		p.PartitionOneWay(zktest.ClientToServer)
 		res := make(chan error, 1)
 		go func() {
 			_, err := c.Create(base+"/lost", nil, 0, openACL)
@@ -568,7 +568,7 @@ func TestProxyPartitionOneWay(t *testing.T) {
 		if err := <-res; err == nil {
 			t.Fatal("create through a client->server partition succeeded")
 		}
-		p.Partition(0)
+		p.Heal()
 		waitSession(t, c, 15*time.Second)
 		mustCreate(t, c, base+"/after", nil)
 	})
@@ -580,7 +580,7 @@ func TestProxyPartitionOneWay(t *testing.T) {
 		p := newProxy(t, s.Addr())
 		c, events := zktest.ConnectWithEvents(t, 3*time.Second, p.Addr(), p.Addr())
 		session := c.SessionID()
-		p.Partition(zktest.ServerToClient)
+		p.PartitionOneWay(zktest.ServerToClient)
 		res := make(chan error, 1)
 		go func() {
 			_, err := c.Create(base+"/applied", nil, 0, openACL)
@@ -611,7 +611,7 @@ func TestProxyPartitionOneWay(t *testing.T) {
 		if err := <-res; err == nil {
 			t.Fatal("create through a server->client partition saw its reply")
 		}
-		p.Partition(0)
+		p.Heal()
 		waitSession(t, c, 15*time.Second)
 		if c.SessionID() != session {
 			t.Fatalf("session changed: %#x -> %#x (the server heard the client throughout)", session, c.SessionID())
@@ -626,7 +626,7 @@ func TestProxyPartitionOneWay(t *testing.T) {
 	for _, d := range []zktest.Direction{zktest.ClientToServer, zktest.ServerToClient} {
 		t.Run("raw "+d.String(), func(t *testing.T) {
 			p := newProxy(t, s.Addr())
-			p.Partition(d)
+			p.PartitionOneWay(d)
 			raw, err := net.Dial("tcp", p.Addr())
 			if err != nil {
 				t.Fatal(err)
@@ -643,7 +643,7 @@ func TestProxyPartitionOneWay(t *testing.T) {
 			if n, err := raw.Read(make([]byte, 8)); !errors.As(err, &ne) || !ne.Timeout() {
 				t.Fatalf("read through a %v partition = %d, %v; want a timeout", d, n, err)
 			}
-			p.Partition(0)
+			p.Heal()
 			_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if _, err := raw.Read(make([]byte, 8)); err != io.EOF {
 				t.Fatalf("connection after the partition healed: %v, want EOF", err)

@@ -161,7 +161,7 @@ func TestCLI(t *testing.T) {
 		waiter := b.start(t, "run", path, "sh", "-c", `echo granted >> "$0"`, log)
 		waitChildren(t, conn, path, 2)
 
-		proxy.Blackhole(true)
+		proxy.Partition()
 		r := holder.wait(t, 20*time.Second)
 		wantCode(t, r, exitLost)
 		if !strings.Contains(r.stderr, "lost") {

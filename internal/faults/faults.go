@@ -112,7 +112,7 @@ func (e *Env) Heal() error {
 			w.Unpin()
 			if w.Proxy != nil {
 				w.Proxy.CutAfterCreates(0)
-				w.Proxy.Blackhole(false)
+				w.Proxy.Heal()
 			}
 		}
 	}
@@ -237,11 +237,11 @@ func partition(ctx context.Context, e *Env, length, gapLo, gapHi time.Duration, 
 		}
 		for _, w := range victims {
 			w.Pin()
-			w.Proxy.Blackhole(true)
+			w.Proxy.Partition()
 		}
 		time.Sleep(length)
 		for _, w := range victims {
-			w.Proxy.Blackhole(false)
+			w.Proxy.Heal()
 			w.Unpin()
 		}
 		n++

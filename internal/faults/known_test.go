@@ -174,7 +174,7 @@ func TestNoOrphanAfterCreateQueuedAcrossExpiry(t *testing.T) {
 	// reconnect into the black hole. A create sent now is queued in
 	// go-zookeeper; when the partition heals, the reconnect learns of the
 	// expiry, opens a new session and sends the create in it.
-	p.Blackhole(true)
+	p.Partition()
 	time.Sleep(session + time.Second)
 	if got := engine.Of(c).Conn().SessionID(); got != old {
 		t.Fatalf("go-zookeeper already left session %#x (now %#x): the test cannot set up the race", old, got)
@@ -185,7 +185,7 @@ func TestNoOrphanAfterCreateQueuedAcrossExpiry(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock while reconnecting = %v, want a deadline error", err)
 	}
-	p.Blackhole(false)
+	p.Heal()
 	locktest.Eventually(t, 20*time.Second, "a new session", func() bool {
 		s := engine.Of(c).Conn().SessionID()
 		return s != 0 && s != old

@@ -143,7 +143,7 @@ func oneWayRound(t *testing.T, addr string, raw *zk.Conn, d zktest.Direction, se
 	time.Sleep(200 * time.Millisecond) // the waiter queues
 
 	start := time.Now()
-	p.Partition(d)
+	p.PartitionOneWay(d)
 	// Notifications: one watched node changed every 100ms.
 	stopNotes := make(chan struct{})
 	notesDone := make(chan struct{})
@@ -174,7 +174,7 @@ func oneWayRound(t *testing.T, addr string, raw *zk.Conn, d zktest.Direction, se
 	}
 	close(stopNotes)
 	<-notesDone
-	p.Partition(0)
+	p.Heal()
 	if !got.IsZero() {
 		_ = waiter.Unlock(ctx)
 	}

@@ -123,7 +123,7 @@ func rideOut(t *testing.T, a *faults.Adapter, cut time.Duration, wantLost bool) 
 	if _, _, err := engine.Of(holder).Get(ctx, path); err != nil {
 		t.Fatal(err)
 	}
-	proxy.Blackhole(true)
+	proxy.Partition()
 	cutAt := time.Now()
 	suspendedAt := make([]time.Time, len(parts))
 	for i, p := range parts {
@@ -149,7 +149,7 @@ func rideOut(t *testing.T, a *faults.Adapter, cut time.Duration, wantLost bool) 
 		default:
 		}
 	}
-	proxy.Blackhole(false)
+	proxy.Heal()
 
 	var releasedAt time.Time
 	if !wantLost {
