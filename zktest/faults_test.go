@@ -438,6 +438,11 @@ func TestFaultExpireSessions(t *testing.T) {
 		if n, err := p.ExpireSessions(); err != nil || n != 1 {
 			t.Fatalf("ExpireSessions during a partition = %d, %v; want 1, nil", n, err)
 		}
+		// The client's connection, held by the partition, still names
+		// the session; the server answers that it expired: it counts.
+		if n, err := p.ExpireSessions(); err != nil || n != 1 {
+			t.Fatalf("ExpireSessions again = %d, %v; want 1 (already expired), nil", n, err)
+		}
 		select {
 		case <-m.Done():
 			t.Fatalf("holder told during the partition: %v", m.Err())
