@@ -56,9 +56,12 @@ zk-down: ## stop the server started by zk-up
 patched-zk: ## fetch go-zookeeper from the module proxy and apply patches/ (into .cache/, with .cache/go.work)
 	GO=$(GO) scripts/patched-zk.sh
 
-demo: zk-install zk-up ## start ZooKeeper, run processes contending for a mutex, stop ZooKeeper
-	@trap '$(ZK) stop' EXIT; \
-	$(GO) run ./examples/mutex-counter -zk 127.0.0.1:$(ZK_PORT) $(DEMOFLAGS)
+demo: zk-install zk-up ## start ZooKeeper, run processes contending for a mutex (then one stalled and fenced), stop ZooKeeper
+	@trap '$(ZK) stop' EXIT; set -e; \
+	$(GO) build -o .cache/mutex-counter ./examples/mutex-counter; \
+	.cache/mutex-counter -zk 127.0.0.1:$(ZK_PORT) $(DEMOFLAGS); \
+	echo; echo "Now worker 2 stalls while it holds the mutex, as in a long GC pause; its session expires:"; \
+	.cache/mutex-counter -zk 127.0.0.1:$(ZK_PORT) -workers 3 -increments 6 -stall 2
 
 test: curator-install ## run every test (the fault suite aside: test-faults), against real ZooKeeper servers and Curator, with the race detector
 	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/faults)

@@ -78,9 +78,11 @@
 // function with a term context; when the function returns or leadership is
 // lost (the term context is then cancelled, with the reason as its
 // [context.Cause]), resign and campaign again. Errors from the function are
-// logged (see [WithLogger]) and followed by a delay that doubles with each
-// consecutive error, from 100ms up to 10s. Run returns ctx.Err() when its
-// context ends, after resigning, so that no node outlives it.
+// logged (see [WithLogger]) and followed by a pause that grows with each
+// consecutive error, on the schedule of the client's retry policy
+// (recipe.WithRetryPolicy), at least 100ms, keeping its last pace where the
+// policy would give up. Run returns ctx.Err() when its context ends, after
+// resigning, so that no node outlives it.
 //
 // # Observe
 //

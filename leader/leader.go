@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -26,13 +25,13 @@ var (
 	// ErrNotElected is wrapped by every error of a failed Campaign or
 	// TryCampaign, together with the cause (for a timeout,
 	// context.DeadlineExceeded).
-	ErrNotElected = engine.Sentinel("leader: not elected", recipe.ErrNotAcquired)
+	ErrNotElected = recipe.Sentinel("leader: not elected", recipe.ErrNotAcquired)
 	// ErrLeaderElsewhere is returned by TryCampaign when another
 	// participant leads or is in line first.
-	ErrLeaderElsewhere = engine.Sentinel("leader: another participant leads", recipe.ErrWouldBlock)
+	ErrLeaderElsewhere = recipe.Sentinel("leader: another participant leads", recipe.ErrWouldBlock)
 	// ErrNotLeader is returned by Resign, with no I/O, and by Err when the
 	// handle has no term: it never campaigned, or it resigned.
-	ErrNotLeader = engine.Sentinel("leader: not the leader", recipe.ErrNotHeld)
+	ErrNotLeader = recipe.Sentinel("leader: not the leader", recipe.ErrNotHeld)
 	// ErrNoLeader is wrapped by the error of Leader when nobody campaigns
 	// on the path.
 	ErrNoLeader = errors.New("leader: no leader")
@@ -103,8 +102,8 @@ type Election struct {
 	id  string // the node data, as a string
 	log *slog.Logger
 
-	sem     chan struct{} // serialises campaigns on this handle
-	running atomic.Bool   // Run is in progress
+	turn    recipe.Turn // serialises campaigns on this handle
+	running atomic.Bool // Run is in progress
 
 	mu         sync.Mutex
 	hold       *recipe.Hold
@@ -117,9 +116,9 @@ type Election struct {
 // id or a nil option give an error wrapping recipe.ErrInvalidArgument, a
 // bad path one wrapping recipe.ErrInvalidPath.
 func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
-	o := options{data: engine.DefaultNodeData(), log: slog.New(slog.DiscardHandler)}
+	o := options{data: recipe.DefaultNodeData(), log: slog.New(slog.DiscardHandler)}
 	if c != nil {
-		o.log = engine.Of(c).Logger()
+		o.log = c.Logger()
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -134,10 +133,11 @@ func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
 		return nil, fmt.Errorf("leader: %w: nil logger", recipe.ErrInvalidArgument)
 	}
 	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
-		Recipe:   "leader",
-		LockName: LockName,
-		Driver:   driver.Mutex(),
-		MaxHold:  o.maxHold,
+		Recipe:      "leader",
+		LockName:    LockName,
+		NotAcquired: ErrNotElected,
+		Driver:      driver.Mutex(),
+		MaxHold:     o.maxHold,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
@@ -147,7 +147,6 @@ func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
 		c:   c,
 		id:  string(o.data),
 		log: o.log.With("election", path, "id", string(o.data)),
-		sem: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -192,10 +191,10 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*recipe.Hold, error
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %w: nil context", ErrNotElected, recipe.ErrInvalidArgument)
 	}
-	if err := engine.Enter(ctx, e.sem); err != nil {
+	if err := e.turn.Take(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNotElected, e.Path(), err)
 	}
-	defer func() { <-e.sem }()
+	defer e.turn.Give()
 	e.mu.Lock()
 	if h := e.hold; h != nil {
 		if h.Err() == nil {
@@ -219,7 +218,7 @@ func (e *Election) campaign(ctx context.Context, wait bool) (*recipe.Hold, error
 		return nil, fmt.Errorf("%w: %s", ErrLeaderElsewhere, e.Path())
 	}
 	if err != nil {
-		return nil, engine.Relabel(err, ErrNotElected)
+		return nil, err
 	}
 	e.mu.Lock()
 	e.hold = h

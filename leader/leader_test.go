@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -56,11 +55,11 @@ func TestCampaignResign(t *testing.T) {
 		t.Fatalf("after Campaign: IsLeader=%v Err=%v Token=%d", alpha.IsLeader(), alpha.Err(), alpha.Token())
 	}
 	locktest.Settle(t, c1)
-	before := engine.Of(c1).Stats()
+	before := c1.Stats()
 	if err := alpha.Campaign(ctx); err != nil {
 		t.Fatalf("Campaign while leading = %v, want nil", err)
 	}
-	if n := engine.Of(c1).Stats().Sub(before).RoundTrips(); n != 0 {
+	if n := c1.Stats().Sub(before).RoundTrips(); n != 0 {
 		t.Fatalf("Campaign while leading made %d round trips, want 0", n)
 	}
 	got, err := watcher.Leader(ctx)
@@ -85,11 +84,11 @@ func TestCampaignResign(t *testing.T) {
 		t.Fatalf("Participants = %+v, want alpha then beta", p)
 	}
 	locktest.Settle(t, c2)
-	before = engine.Of(c2).Stats()
+	before = c2.Stats()
 	if err := beta.Resign(ctx); !errors.Is(err, leader.ErrNotLeader) {
 		t.Fatalf("Resign while campaigning = %v, want ErrNotLeader", err)
 	}
-	if n := engine.Of(c2).Stats().Sub(before).RoundTrips(); n != 0 {
+	if n := c2.Stats().Sub(before).RoundTrips(); n != 0 {
 		t.Fatalf("Resign without a term made %d round trips, want 0", n)
 	}
 	if beta.IsLeader() {
@@ -485,7 +484,7 @@ func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	locktest.Settle(t, c)
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 	for _, p := range []string{"", "services/a", "/services/a/", "/services//a", "/services/./a", "/services/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := leader.New(c, p); !errors.Is(err, recipe.ErrInvalidPath) {
 			t.Errorf("New(%q) = %v, want ErrInvalidPath", p, err)
@@ -531,7 +530,7 @@ func TestBadInput(t *testing.T) {
 	if ch, err := e.Observe(nil); ch != nil || !errors.Is(err, recipe.ErrInvalidArgument) { //nolint:staticcheck
 		t.Errorf("Observe(nil) = %v, %v", ch, err)
 	}
-	if got := engine.Of(c).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("bad input caused %d round trips, want 0", got)
 	}
 }

@@ -2,19 +2,8 @@ package leader
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
-
-	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
-	"github.com/zkrecipes/zkrecipes/recipe"
 )
-
-// lookAgain is a closed channel: a wait on it ends at once.
-var lookAgain = func() chan zk.Event { c := make(chan zk.Event); close(c); return c }()
 
 // Observe watches the election and delivers every change of leader it sees,
 // in order, until ctx ends or the client is closed; then the channel is
@@ -49,102 +38,9 @@ var lookAgain = func() chan zk.Event { c := make(chan zk.Event); close(c); retur
 // A nil ctx gives an error wrapping recipe.ErrInvalidArgument, and no
 // channel.
 func (e *Election) Observe(ctx context.Context) (<-chan Participant, error) {
-	if ctx == nil {
-		return nil, fmt.Errorf("leader: observe: %w: nil context", recipe.ErrInvalidArgument)
-	}
-	out := make(chan Participant)
-	octx, cancel := context.WithCancel(ctx)
-	go func() {
-		defer close(out)
-		defer cancel()
-		go func() {
-			// Closing the client ends the observation.
-			select {
-			case <-engine.Of(e.c).Done():
-				cancel()
-			case <-octx.Done():
-			}
-		}()
-		e.observe(octx, out)
-	}()
-	return out, nil
-}
-
-// observe is Observe's loop.
-func (e *Election) observe(ctx context.Context, out chan<- Participant) {
-	var last int64 // token of the last delivery
-	pace := engine.Of(e.c).Backoff()
-	for ctx.Err() == nil {
-		info, wake, err := e.head(ctx)
-		if err != nil {
-			if !pace.Pause(ctx) {
-				return
-			}
-			continue
-		}
-		pace.Reset()
-		if info.Node != "" && info.Token > last {
-			select {
-			case out <- info:
-				last = info.Token
-			case <-ctx.Done():
-				return
-			}
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// head reads the first participant's node with a data watch, and returns
-// it and the watch. With nobody in line it returns a zero Participant and
-// a watch that fires when that may have changed.
-func (e *Election) head(ctx context.Context) (Participant, <-chan zk.Event, error) {
-	dir := e.Path()
-	zc := engine.Of(e.c)
-	names, err := zc.Children(ctx, dir)
-	if errors.Is(err, zk.ErrNoNode) {
-		// No directory (yet, or reaped when the last participant left):
-		// wait for it to appear.
-		ok, _, ch, err := zc.ExistsW(ctx, dir)
-		switch {
-		case err != nil:
-			return Participant{}, nil, err
-		case ok:
-			return Participant{}, lookAgain, nil
-		}
-		return Participant{}, ch, nil
-	}
+	ch, err := e.lk.Observe(ctx)
 	if err != nil {
-		return Participant{}, nil, err
+		return nil, fmt.Errorf("leader: observe: %w", err)
 	}
-	sorted := driver.Sort(driver.Filter(names, LockName), LockName)
-	if len(sorted) == 0 {
-		// Nobody in line: list again with a watch that fires when someone
-		// joins (or the directory goes).
-		names, ch, err := zc.ChildrenW(ctx, dir)
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			return Participant{}, lookAgain, nil
-		case err != nil:
-			return Participant{}, nil, err
-		}
-		if sorted = driver.Sort(driver.Filter(names, LockName), LockName); len(sorted) == 0 {
-			return Participant{}, ch, nil
-		}
-	}
-	first := sorted[0]
-	data, st, ch, err := zc.GetW(ctx, dir+"/"+first)
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		return Participant{}, lookAgain, nil // it left meanwhile
-	case err != nil:
-		return Participant{}, nil, err
-	}
-	seq, _ := driver.Sequence(first, LockName)
-	return Participant{Node: first, LockName: LockName, Sequence: seq, Data: data,
-		Session: st.EphemeralOwner, Token: st.Czxid, Created: time.UnixMilli(st.Ctime), Holder: true}, ch, nil
+	return ch, nil
 }

@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/telemetry"
 )
@@ -67,7 +66,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 		return fmt.Errorf("leader: run: %w: Run is already in progress on this handle", recipe.ErrInvalidArgument)
 	}
 	defer e.running.Store(false)
-	pace := engine.Of(e.c).Backoff()
+	pace := e.c.Backoff()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -125,7 +124,7 @@ func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Con
 	}()
 	start := time.Now()
 	e.log.Info("leading", "node", h.Node(), "token", h.Token())
-	fctx, span := engine.Of(e.c).Tracer().Start(tctx, "leader.term", trace.WithAttributes(
+	fctx, span := e.c.Tracer().Start(tctx, "leader.term", trace.WithAttributes(
 		telemetry.AttrRecipe.String("leader"), telemetry.AttrPath.String(e.Path()),
 		telemetry.AttrNode.String(h.Node()), telemetry.AttrToken.Int64(h.Token()),
 		attribute.String("zkrecipes.leader.id", e.ID())))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -76,7 +75,7 @@ func TestNewRefusesBadInputWithoutIO(t *testing.T) {
 	rw := newRW(t, c, base+"/b")
 	rw2 := newRW(t, c, base+"/b")
 	s := newSem(t, c, base+"/a", 2)
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 
 	for _, tc := range []struct {
 		name     string
@@ -117,7 +116,7 @@ func TestNewRefusesBadInputWithoutIO(t *testing.T) {
 	if err := set.Unlock(context.Background()); !errors.Is(err, multilock.ErrNotHeld) || !errors.Is(err, recipe.ErrNotHeld) {
 		t.Errorf("Unlock of nothing = %v", err)
 	}
-	if after := engine.Of(c).Stats(); after != before {
+	if after := c.Stats(); after != before {
 		t.Errorf("bad input sent requests: %+v, then %+v", before, after)
 	}
 }
@@ -197,14 +196,14 @@ func TestReentrancy(t *testing.T) {
 		}
 		tok := set.Tokens()
 		locktest.Settle(t, c)
-		before := engine.Of(c).Stats()
+		before := c.Stats()
 		if err := set.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if err := set.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if after := engine.Of(c).Stats(); after != before {
+		if after := c.Stats(); after != before {
 			t.Errorf("reentrant Lock/Unlock sent requests")
 		}
 		if locktest.Closed(set.Done()) || set.Err() != nil || set.Tokens()[1] != tok[1] {

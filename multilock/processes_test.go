@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/faults"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/multilock"
@@ -244,7 +243,7 @@ func TestRandomSetsChild(t *testing.T) {
 		}
 	}
 	// No node of this session may be left while it lives.
-	conn, sid := engine.Of(c).Conn(), c.SessionID()
+	conn, sid := c.Conn(), c.SessionID()
 	for _, p := range paths {
 		nodes, err := faults.ListNodes(conn, p)
 		if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -61,7 +60,7 @@ func cycleErr(ctx context.Context, m *mutex.Mutex) error {
 
 // reportRoundTrips reports the requests the clients sent between before
 // and now, per operation.
-func reportRoundTrips(b *testing.B, n int, before engine.Stats, now engine.Stats) {
+func reportRoundTrips(b *testing.B, n int, before recipe.Stats, now recipe.Stats) {
 	d := now.Sub(before)
 	b.ReportMetric(float64(d.RoundTrips())/float64(n), "roundtrips/op")
 	b.ReportMetric(float64(d.Lists+d.Reads)/float64(n), "reads/op")
@@ -78,12 +77,12 @@ func BenchmarkLockUnlockUncontended(b *testing.B) {
 	m := newMutex(b, c, zktest.UniquePath(b))
 	ctx := locktest.Ctx(b, benchTimeout)
 	warm(b, func() error { return cycleErr(ctx, m) })
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 	b.ReportAllocs()
 	for b.Loop() {
 		lockCycle(ctx, b, m)
 	}
-	reportRoundTrips(b, b.N, before, engine.Of(c).Stats())
+	reportRoundTrips(b, b.N, before, c.Stats())
 }
 
 // Every create's reply is lost: the proxy cuts the connection right after
@@ -103,14 +102,14 @@ func BenchmarkLostCreateReply(b *testing.B) {
 	lockCycle(ctx, b, m) // creates the directory, whose reply is not lost
 	proxy.CutAfterCreates(1)
 	defer proxy.CutAfterCreates(0)
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 	var cycles []time.Duration
 	for b.Loop() {
 		t := time.Now()
 		lockCycle(ctx, b, m)
 		cycles = append(cycles, time.Since(t))
 	}
-	d := engine.Of(c).Stats().Sub(before)
+	d := c.Stats().Sub(before)
 	b.ReportMetric(float64(d.Recovered)/float64(b.N), "recovered/op")
 	slices.Sort(cycles)
 	pct := func(p float64) float64 {
@@ -156,9 +155,9 @@ func BenchmarkLockUnlockContended(b *testing.B) {
 	if b.Failed() {
 		b.FailNow()
 	}
-	stats := func() (sum engine.Stats) {
+	stats := func() (sum recipe.Stats) {
 		for _, c := range clients {
-			s := engine.Of(c).Stats()
+			s := c.Stats()
 			sum.Creates += s.Creates
 			sum.Deletes += s.Deletes
 			sum.Lists += s.Lists
@@ -262,12 +261,12 @@ func BenchmarkReentrantLock(b *testing.B) {
 	if err := m.Lock(ctx); err != nil {
 		b.Fatal(err)
 	}
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 	b.ReportAllocs()
 	for b.Loop() {
 		lockCycle(ctx, b, m)
 	}
-	reportRoundTrips(b, b.N, before, engine.Of(c).Stats())
+	reportRoundTrips(b, b.N, before, c.Stats())
 	if err := m.Unlock(ctx); err != nil {
 		b.Fatal(err)
 	}

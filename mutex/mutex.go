@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -22,12 +21,12 @@ const LockName = "lock-"
 var (
 	// ErrNotAcquired is wrapped by every error of a failed Lock, together
 	// with the cause (for a timeout, context.DeadlineExceeded).
-	ErrNotAcquired = engine.Sentinel("mutex: not acquired", recipe.ErrNotAcquired)
+	ErrNotAcquired = recipe.Sentinel("mutex: not acquired", recipe.ErrNotAcquired)
 	// ErrLocked is returned by TryLock when another session holds the lock.
-	ErrLocked = engine.Sentinel("mutex: locked elsewhere", recipe.ErrWouldBlock)
+	ErrLocked = recipe.Sentinel("mutex: locked elsewhere", recipe.ErrWouldBlock)
 	// ErrNotHeld is returned by Unlock on a handle that holds nothing, with
 	// no I/O, and by Err when nothing is held.
-	ErrNotHeld = engine.Sentinel("mutex: not held", recipe.ErrNotHeld)
+	ErrNotHeld = recipe.Sentinel("mutex: not held", recipe.ErrNotHeld)
 	// ErrLost is wrapped by Err (and Unlock) once a held lock was lost,
 	// together with the reason: recipe.ErrSessionExpired,
 	// recipe.ErrNodeDeleted, recipe.ErrConnectionSuspended or recipe.ErrClosed.
@@ -88,8 +87,8 @@ func Revoke(ctx context.Context, c *recipe.Client, path, node string) error {
 // handle is safe for concurrent use, but goroutines that must exclude each
 // other need handles of their own.
 type Mutex struct {
-	lk  *recipe.Lock
-	sem chan struct{} // serialises Lock and Unlock on this handle
+	lk   *recipe.Lock
+	turn recipe.Turn // serialises Lock and Unlock on this handle
 
 	mu    sync.Mutex
 	hold  *recipe.Hold
@@ -100,7 +99,7 @@ type Mutex struct {
 // directory node is created (as a container) on first use. It checks its
 // input and does no I/O.
 func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
-	o := options{data: engine.DefaultNodeData()}
+	o := options{data: recipe.DefaultNodeData()}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("mutex: %w: nil option", recipe.ErrInvalidArgument)
@@ -108,16 +107,17 @@ func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
 		opt(&o)
 	}
 	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
-		Recipe:    "mutex",
-		LockName:  LockName,
-		Driver:    driver.Mutex(),
-		MaxHold:   o.maxHold,
-		Revocable: o.revocable,
+		Recipe:      "mutex",
+		LockName:    LockName,
+		NotAcquired: ErrNotAcquired,
+		Driver:      driver.Mutex(),
+		MaxHold:     o.maxHold,
+		Revocable:   o.revocable,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	return &Mutex{lk: lk, sem: make(chan struct{}, 1)}, nil
+	return &Mutex{lk: lk}, nil
 }
 
 // Path returns the mutex's path.
@@ -143,10 +143,10 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
 	}
-	if err := engine.Enter(ctx, m.sem); err != nil {
+	if err := m.turn.Take(ctx); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotAcquired, err)
 	}
-	defer func() { <-m.sem }()
+	defer m.turn.Give()
 	m.mu.Lock()
 	if h := m.hold; h != nil {
 		defer m.mu.Unlock()
@@ -166,7 +166,7 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		return fmt.Errorf("%w: %s", ErrLocked, m.Path())
 	}
 	if err != nil {
-		return engine.Relabel(err, ErrNotAcquired)
+		return err
 	}
 	m.mu.Lock()
 	m.hold, m.count = h, 1
@@ -190,10 +190,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("mutex: unlock: %w: nil context", recipe.ErrInvalidArgument)
 	}
-	if err := engine.Enter(ctx, m.sem); err != nil {
+	if err := m.turn.Take(ctx); err != nil {
 		return fmt.Errorf("mutex: unlock %s: %w", m.Path(), err)
 	}
-	defer func() { <-m.sem }()
+	defer m.turn.Give()
 	m.mu.Lock()
 	h := m.hold
 	if h == nil {

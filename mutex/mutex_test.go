@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -106,11 +105,11 @@ func TestReentrancy(t *testing.T) {
 		t.Fatal(err)
 	}
 	locktest.Settle(t, c1)
-	before := engine.Of(c1).Stats()
+	before := c1.Stats()
 	if err := m1.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := engine.Of(c1).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("reentrant Lock made %d round trips, want 0", got)
 	}
 	if err := m1.Unlock(ctx); err != nil {
@@ -134,14 +133,14 @@ func TestReentrancy(t *testing.T) {
 
 	m3 := newMutex(t, c1, path)
 	locktest.Settle(t, c1)
-	before = engine.Of(c1).Stats()
+	before = c1.Stats()
 	if err := m3.Unlock(ctx); !errors.Is(err, mutex.ErrNotHeld) {
 		t.Fatalf("Unlock on a handle holding nothing: got %v, want ErrNotHeld", err)
 	}
 	if err := m1.Unlock(ctx); !errors.Is(err, mutex.ErrNotHeld) {
 		t.Fatalf("extra Unlock: got %v, want ErrNotHeld", err)
 	}
-	if got := engine.Of(c1).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("Unlock without hold made %d round trips, want 0", got)
 	}
 	if err := m3.Err(); !errors.Is(err, mutex.ErrNotHeld) {
@@ -215,7 +214,7 @@ func TestHerdFree(t *testing.T) {
 	}
 	wakeups := func() (n int64) {
 		for _, c := range cs {
-			n += engine.Of(c).Stats().Wakeups
+			n += c.Stats().Wakeups
 		}
 		return n
 	}
@@ -422,7 +421,7 @@ func TestLostCreateReply(t *testing.T) {
 	}
 	var recovered int64
 	for _, c := range clients {
-		recovered += engine.Of(c).Stats().Recovered
+		recovered += c.Stats().Recovered
 	}
 	if recovered == 0 {
 		t.Fatalf("no node was recovered by its UUID after %d cuts", st.Cuts)
@@ -441,7 +440,7 @@ func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	locktest.Settle(t, c)
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 	for _, p := range []string{"", "locks/a", "/locks/a/", "/locks//a", "/locks/./a", "/locks/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := mutex.New(c, p); !errors.Is(err, recipe.ErrInvalidPath) {
 			t.Errorf("New(%q) = %v, want ErrInvalidPath", p, err)
@@ -458,7 +457,7 @@ func TestBadInput(t *testing.T) {
 	if err := m.Lock(nil); !errors.Is(err, recipe.ErrInvalidArgument) { //nolint:staticcheck
 		t.Errorf("Lock(nil) = %v", err)
 	}
-	if got := engine.Of(c).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("bad input caused %d round trips, want 0", got)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -31,7 +30,7 @@ func TestRequestsPerCycle(t *testing.T) {
 		if err := cycle(ctx, m); err != nil { // creates the directory
 			t.Fatal(err)
 		}
-		before := engine.Of(c).Stats()
+		before := c.Stats()
 		for range cycles {
 			if err := m.Lock(ctx); err != nil {
 				t.Fatal(err)
@@ -40,7 +39,7 @@ func TestRequestsPerCycle(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		d := engine.Of(c).Stats().Sub(before)
+		d := c.Stats().Sub(before)
 		if d.Creates != cycles || d.Lists != cycles || d.Deletes != cycles || d.Reads != 0 || d.Retries != 0 {
 			t.Fatalf("%d cycles sent %+v; want exactly one create, list and delete each", cycles, d)
 		}
@@ -52,9 +51,9 @@ func TestRequestsPerCycle(t *testing.T) {
 		for i := range clients {
 			clients[i] = locktest.Client(t, []string{srv.Addr()})
 		}
-		total := func() (s engine.Stats) {
+		total := func() (s recipe.Stats) {
 			for _, c := range clients {
-				st := engine.Of(c).Stats()
+				st := c.Stats()
 				s.Creates, s.Deletes = s.Creates+st.Creates, s.Deletes+st.Deletes
 				s.Lists, s.Reads, s.Retries = s.Lists+st.Lists, s.Reads+st.Reads, s.Retries+st.Retries
 			}

@@ -46,7 +46,7 @@ func (c *Client) runCleanup(j cleanupJob) {
 			return
 		}
 	}
-	p := c.pacer()
+	p := c.Backoff()
 	node := j.path
 	if node == "" {
 		node = j.prefix + "*"

@@ -14,8 +14,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
 const instrumentationName = "github.com/zkrecipes/zkrecipes"
@@ -55,7 +53,6 @@ type Client struct {
 	closed    bool
 	cur       *epoch
 	isConn    bool
-	subs      map[*subscriber]struct{}
 	wg        sync.WaitGroup // every goroutine the client starts
 	lastState zk.State
 }
@@ -92,7 +89,6 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		tracer:    cfg.tracerProvider.Tracer(instrumentationName),
 		connected: make(chan struct{}),
 		untrusted: make(chan struct{}),
-		subs:      make(map[*subscriber]struct{}),
 	}
 	var err error
 	if c.ins, err = newInstruments(cfg.meterProvider); err != nil {
@@ -153,12 +149,7 @@ func (c *Client) Close() error {
 		c.mu.Lock()
 		c.closed = true
 		c.endEpochLocked(c.cur, ErrClosed)
-		subs := c.subs
-		c.subs = nil
 		c.mu.Unlock()
-		for s := range subs {
-			s.close()
-		}
 		c.cancelLife()
 		if c.conn != nil {
 			c.conn.Close()
@@ -194,37 +185,6 @@ func (c *Client) lossTimeout() time.Duration {
 	return c.SessionTimeout() / 2
 }
 
-// subscribe returns a channel that delivers every connection and session
-// state change from now on, in order, without ever blocking the client or
-// dropping events (each subscriber has its own unbounded queue). Call cancel
-// to stop; the channel is closed after cancel or [Client.Close].
-func (c *Client) subscribe() (events <-chan engine.Event, cancel func()) {
-	s := &subscriber{
-		out:    make(chan engine.Event),
-		notify: make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		close(s.out)
-		return s.out, func() {}
-	}
-	c.subs[s] = struct{}{}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() { // registered above, under the same lock as the subscription
-		defer c.wg.Done()
-		s.pump()
-	}()
-	return s.out, func() {
-		c.mu.Lock()
-		delete(c.subs, s)
-		c.mu.Unlock()
-		s.close()
-	}
-}
-
 // currentEpoch returns the epoch that is in force, or nil when there is
 // none (not connected yet, the last one ended, or it is suspended).
 func (c *Client) currentEpoch() *epoch {
@@ -249,7 +209,6 @@ func (c *Client) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
 		return
 	}
-	now := time.Now()
 	sid := c.wireSession.Load()
 	c.mu.Lock()
 	if c.closed {
@@ -282,10 +241,6 @@ func (c *Client) onEvent(ev zk.Event) {
 		c.isConn = false
 	case zk.StateConnecting, zk.StateConnected:
 		// Transitional; the watchdog judges silence by the clock.
-	}
-	e := engine.Event{State: ev.State, Session: sid, Time: now}
-	for s := range c.subs {
-		s.push(e)
 	}
 	c.mu.Unlock()
 }
@@ -359,3 +314,20 @@ func checkServer(s string) error {
 	}
 	return nil
 }
+
+// Stats returns the client's counters so far (see [Stats]).
+func (c *Client) Stats() Stats { return c.stats.snapshot() }
+
+// Logger returns the client's logger ([WithLogger]; silent by default),
+// for recipes that log under the client's settings.
+func (c *Client) Logger() *slog.Logger { return c.log }
+
+// Conn returns the client's go-zookeeper connection, for requests the
+// recipes do not make: they share the client's session, and with it its
+// ephemeral nodes and its expiry. Do not close it (Close the client), and
+// do not rely on it across a session expiry without checking SessionID.
+func (c *Client) Conn() *zk.Conn { return c.conn }
+
+// Tracer returns the client's tracer ([WithTracerProvider]; the global
+// provider's by default), for recipes' own spans.
+func (c *Client) Tracer() trace.Tracer { return c.tracer }

@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -77,44 +74,6 @@ func TestConnectHonoursContext(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("Connect took %v past its 300ms context", took)
-	}
-}
-
-// Every subscriber sees every state change in order; cancel closes the
-// channel.
-func TestSubscribeFanOut(t *testing.T) {
-	srv := zktest.Shared(t)
-	proxy, err := zktest.NewProxy(srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	c := locktest.Client(t, []string{proxy.Addr()})
-	a, cancelA := engine.Of(c).Subscribe()
-	b, cancelB := engine.Of(c).Subscribe()
-	defer cancelB()
-	proxy.DropAll()
-	for name, ch := range map[string]<-chan engine.Event{"a": a, "b": b} {
-		var seen []zk.State
-		timeout := time.After(10 * time.Second)
-	loop:
-		for {
-			select {
-			case e := <-ch:
-				seen = append(seen, e.State)
-				if e.State == zk.StateHasSession {
-					break loop
-				}
-			case <-timeout:
-				t.Fatalf("subscriber %s: no reconnect seen, got %v", name, seen)
-			}
-		}
-		if seen[0] != zk.StateDisconnected {
-			t.Fatalf("subscriber %s: first event %v, want StateDisconnected (all: %v)", name, seen[0], seen)
-		}
-	}
-	cancelA()
-	for range a {
 	}
 }
 

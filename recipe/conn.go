@@ -9,16 +9,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
-// wrapDialer records when bytes arrive from a server (for the watchdog) and
-// reads the session timeout the server granted from each connect response.
+// wrapDialer wraps each connection in a trackedConn. Its wire tap tells the
+// watchdog when a server answered one of our requests, as of the time the
+// request was written (see Client.heardAt: bytes that merely arrive, such as
+// watch notifications or replies buffered during a pause, prove nothing),
+// and notes the zxids of create replies; the connection also reads the
+// session timeout the server granted from each connect response.
 func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		start := time.Now()
@@ -76,8 +77,9 @@ func handshake(conn net.Conn, cfg *tls.Config, address string, timeout time.Dura
 	return tc, nil
 }
 
-// trackedConn is a net.Conn that notes every read for the client and taps
-// create replies for their zxids (see wire.go).
+// trackedConn is a net.Conn whose reads and writes go through a wire tap
+// (see wire.go), which notes the replies to our requests for the watchdog
+// and the zxids of create replies.
 //
 // It also buffers reads: go-zookeeper reads every reply with two calls (the
 // length, then the frame), each a system call on a bare connection. Here
@@ -147,50 +149,6 @@ func (t *trackedConn) note(p []byte) {
 				t.c.negotiatedMs.Store(int64(ms))
 			}
 			t.c.wireSession.Store(int64(binary.BigEndian.Uint64(t.hdr[12:20])))
-		}
-	}
-}
-
-// subscriber is one Subscribe call's unbounded, ordered queue.
-type subscriber struct {
-	mu       sync.Mutex
-	queue    []engine.Event
-	notify   chan struct{}
-	out      chan engine.Event
-	stop     chan struct{}
-	stopOnce sync.Once
-}
-
-func (s *subscriber) push(e engine.Event) {
-	s.mu.Lock()
-	s.queue = append(s.queue, e)
-	s.mu.Unlock()
-	select {
-	case s.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (s *subscriber) close() { s.stopOnce.Do(func() { close(s.stop) }) }
-
-func (s *subscriber) pump() {
-	defer close(s.out)
-	for {
-		s.mu.Lock()
-		q := s.queue
-		s.queue = nil
-		s.mu.Unlock()
-		for _, e := range q {
-			select {
-			case s.out <- e:
-			case <-s.stop:
-				return
-			}
-		}
-		select {
-		case <-s.notify:
-		case <-s.stop:
-			return
 		}
 	}
 }

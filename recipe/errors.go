@@ -88,12 +88,23 @@ func (e *notAcquired) Error() string {
 
 func (e *notAcquired) Unwrap() []error { return []error{e.label, e.cause} }
 
-// relabel returns err with a recipe's own sentinel in place of
-// ErrNotAcquired, so the message names the recipe once.
-func relabel(err, label error) error {
-	var na *notAcquired
-	if errors.As(err, &na) {
-		return &notAcquired{label: label, path: na.path, cause: na.cause}
-	}
-	return fmt.Errorf("%w: %w", label, err)
+// Sentinel returns a sentinel error of a recipe, with message msg, that
+// also matches base, one of the engine's sentinels, with [errors.Is]: how
+// every recipe of this module makes its own (mutex.ErrLocked matches
+// ErrWouldBlock, semaphore.ErrNotHeld matches ErrNotHeld, ...), so that
+// one check works for all. Declare them once, in a var block, and give
+// the not-acquired one to [LockSpec].NotAcquired.
+func Sentinel(msg string, base error) error { return &sentinel{msg, base} }
+
+type sentinel struct {
+	msg  string
+	base error
 }
+
+func (s *sentinel) Error() string { return s.msg }
+func (s *sentinel) Unwrap() error { return s.base }
+
+// errOtherKind is wrapped, with ErrMismatch, by the error of an acquire
+// that found another kind of lock queued ahead of it, as opposed to a
+// directory set up with other parameters ([LockSpec].DirMismatch).
+var errOtherKind = errors.New("another kind of lock")

@@ -3,12 +3,12 @@ package recipe_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -153,11 +153,13 @@ func TestWaitingOnAndHoldDuration(t *testing.T) {
 	must(t, holder.Lock(ctx))
 	granted := make(chan error, 1)
 	go func() { granted <- waiter.Lock(ctx) }()
-	// Waiting: its watch on the holder's node is set.
-	locktest.Eventually(t, 10*time.Second, "the waiter watching", func() bool {
-		return engine.Of(wc).Stats().Reads > 0
-	})
+	// Waiting: the server has its watch on the holder's node (a read sent
+	// is not enough: it may still be on its way when the holder leaves).
 	holderNode := holder.Node()
+	locktest.Eventually(t, 10*time.Second, "the waiter watching", func() bool {
+		r, err := srv.FourLetter("wchp")
+		return err == nil && strings.Contains(r, path+"/"+holderNode)
+	})
 	must(t, holder.Unlock(ctx))
 	must(t, <-granted)
 	must(t, waiter.Unlock(ctx))

@@ -3,6 +3,8 @@ package recipe
 import (
 	"math/rand/v2"
 	"sync"
+
+	"github.com/zkrecipes/zkrecipes/retry"
 )
 
 // hostProvider hands go-zookeeper the server to dial next. go-zookeeper's
@@ -11,7 +13,7 @@ import (
 // connection then costs a second even when the server answers at once.
 // This one lets the first round of dials after a connection is lost go out
 // at once, and paces every further round on the client's retry policy (at
-// least engine.MinBackgroundWait apart), so a blip costs a round trip and a
+// least minBackgroundWait apart), so a blip costs a round trip and a
 // server that is really down is not hammered.
 //
 // It never reports a finished round to go-zookeeper (which would sleep its
@@ -23,9 +25,9 @@ type hostProvider struct {
 
 	mu      sync.Mutex
 	servers []string
-	next    int   // index of the server to dial next
-	tried   int   // dials since the last connection
-	pace    pacer // the schedule of the rounds since the last connection
+	next    int          // index of the server to dial next
+	tried   int          // dials since the last connection
+	pace    *retry.Pacer // the schedule of the rounds since the last connection
 }
 
 // Init implements zk.HostProvider. Addresses are dialled as given (host
@@ -36,7 +38,7 @@ func (h *hostProvider) Init(servers []string) error {
 	defer h.mu.Unlock()
 	h.servers = append([]string(nil), servers...)
 	rand.Shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
-	h.pace = h.c.pacer()
+	h.pace = h.c.Backoff()
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -27,9 +26,15 @@ func TestOversizedDataRefused(t *testing.T) {
 	held, err := mutex.New(c, path+"/held")
 	must(t, err)
 	must(t, held.Lock(ctx))
+	// The hold watches its node within 100 ms (one read): let that be
+	// done before counting.
+	locktest.Eventually(t, 10*time.Second, "the hold watching its node", func() bool {
+		r, err := srv.FourLetter("wchp")
+		return err == nil && strings.Contains(r, path+"/held/"+held.Node())
+	})
 
 	big := []byte(strings.Repeat("x", 1_200_000)) // above the default 0xfffff
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 	for name, build := range map[string]func() error{
 		"mutex":     func() error { _, err := mutex.New(c, path+"/m", mutex.WithData(big)); return err },
 		"rwlock":    func() error { _, err := rwlock.New(c, path+"/rw", rwlock.WithData(big)); return err },
@@ -40,7 +45,7 @@ func TestOversizedDataRefused(t *testing.T) {
 			t.Errorf("%s with 1.2 MB of data: %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	if d := engine.Of(c).Stats().Sub(before); d.RoundTrips() != 0 {
+	if d := c.Stats().Sub(before); d.RoundTrips() != 0 {
 		t.Fatalf("refusing oversized data sent %d requests", d.RoundTrips())
 	}
 	if err := held.Err(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,16 @@ type LockSpec struct {
 	// data is accepted). A mismatch fails the acquire with [ErrMismatch].
 	// The semaphore keeps its number of leases there.
 	DirData []byte
+	// DirMismatch, when set, is wrapped (with [ErrMismatch]) by the error
+	// of an acquire that finds other DirData in the directory, so that a
+	// recipe can tell its own parameters differing (the semaphore's
+	// ErrMaxLeasesMismatch) from another kind of lock in the directory.
+	DirMismatch error
+	// NotAcquired, when set, labels the error of every failed acquire in
+	// place of [ErrNotAcquired]: the recipe's own sentinel, made with
+	// [Sentinel] to match ErrNotAcquired, so the error names the recipe
+	// once ("mutex: not acquired: /p: context deadline exceeded").
+	NotAcquired error
 	// Revocable makes every hold watch its node's data for the revoke
 	// marker: [Hold.Revoked] closes when someone asks the holder to let go
 	// ([Lock.Revoke], or Curator's Revoker).
@@ -83,9 +94,23 @@ type Lock struct {
 
 var outcomes = []string{"acquired", "timeout", "cancelled", "held_elsewhere", "error"}
 
+// errDirData is DirMismatch's default.
+var errDirData = errors.New("other directory data")
+
+// DefaultNodeData is the data the recipes store in their nodes unless given
+// some: "<host name>:<pid>", so an operator listing a lock's queue sees
+// which process holds or waits.
+func DefaultNodeData() []byte {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Appendf(nil, "%s:%d", host, os.Getpid())
+}
+
 // NewLock validates its input, without I/O, and returns an engine for the
 // lock directory path. data is stored in every node this Lock creates (nil:
-// none).
+// none; recipes default to [DefaultNodeData]).
 func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidArgument)
@@ -108,6 +133,12 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 	}
 	if spec.Recipe == "" {
 		spec.Recipe = "lock"
+	}
+	if spec.NotAcquired == nil {
+		spec.NotAcquired = ErrNotAcquired
+	}
+	if spec.DirMismatch == nil {
+		spec.DirMismatch = errDirData
 	}
 	q := spec.Queue
 	if len(q) == 0 {
@@ -178,7 +209,7 @@ func (l *Lock) AcquireN(ctx context.Context, n int) ([]*Hold, error) {
 
 func (l *Lock) acquire(ctx context.Context, n int, try bool) ([]*Hold, error) {
 	if ctx == nil {
-		return nil, &notAcquired{ErrNotAcquired, l.dir, fmt.Errorf("%w: nil context", ErrInvalidArgument)}
+		return nil, &notAcquired{l.spec.NotAcquired, l.dir, fmt.Errorf("%w: nil context", ErrInvalidArgument)}
 	}
 	start := time.Now()
 	ctx, span := l.c.tracer.Start(ctx, l.spanName)
@@ -206,7 +237,7 @@ func (l *Lock) acquire(ctx context.Context, n int, try bool) ([]*Hold, error) {
 	}
 	g.abandon()
 	l.recordFailed(ctx, span, err, waited)
-	return nil, &notAcquired{ErrNotAcquired, l.dir, err}
+	return nil, &notAcquired{l.spec.NotAcquired, l.dir, err}
 }
 
 // recordAcquired notes a successful acquire in the span, metrics and log.

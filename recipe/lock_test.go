@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -66,7 +65,7 @@ func TestAcquireNLostReply(t *testing.T) {
 	if st := proxy.Stats(); st.Cuts == 0 {
 		t.Fatalf("no transaction reply was lost (%+v)", st)
 	}
-	if got := engine.Of(c).Stats().Recovered; got == 0 {
+	if got := c.Stats().Recovered; got == 0 {
 		t.Fatal("no node was recovered by its UUID")
 	}
 	locktest.Eventually(t, 10*time.Second, "directory empty", func() bool {

@@ -223,7 +223,7 @@ func (h *Hold) loseIfEpochEnded() {
 // hold's session. It returns (nil, nil) when ctx ended.
 func (h *Hold) rearm(ctx context.Context) (<-chan zk.Event, error) {
 	c := h.l.c
-	p := c.pacer()
+	p := c.Backoff()
 	for {
 		data, st, ch, err := c.getDataW(ctx, h.path)
 		switch {

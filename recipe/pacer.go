@@ -2,14 +2,11 @@ package recipe
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
@@ -21,7 +18,7 @@ import (
 //   - background loops that must go on until something else stops them
 //     (cleanup of abandoned nodes, re-arming a hold's watch, re-campaigning,
 //     observing a leader) follow the same schedule and, where the policy
-//     would give up, keep its last pace, at least engine.MinBackgroundWait.
+//     would give up, keep its last pace, at least minBackgroundWait.
 
 // waiter returns a fresh schedule for an operation a caller waits for;
 // note (from noteRetry) counts and logs its retries.
@@ -80,24 +77,19 @@ func (c *Client) noteRetry(what string) func(err error, wait time.Duration) {
 	}
 }
 
-// errRetryLater is what a background loop hands its schedule: the loop
-// decides by itself which failures to retry.
-var errRetryLater = fmt.Errorf("recipe: retry later: %w", zk.ErrConnectionClosed)
+// minBackgroundWait is the shortest pause between two tries of a
+// background loop once the client's retry policy has no more retries to
+// give, or when it allows none: such loops keep the policy's last pace, at
+// least this.
+const minBackgroundWait = 100 * time.Millisecond
 
-// pacer spaces the tries of a background loop.
-type pacer struct{ w *retry.Waiter }
-
-// pacer returns a fresh schedule for a background loop.
-func (c *Client) pacer() pacer {
-	return pacer{retry.NewWaiter(retry.Persistent(c.cfg.retry, engine.MinBackgroundWait), nil)}
+// Backoff returns a fresh schedule, under the client's retry policy, for
+// a loop that must go on until something outside it stops it (a recipe's
+// re-campaigning or observing): it follows the policy and, where the
+// policy would give up, keeps its last pace, at least 100ms.
+func (c *Client) Backoff() *retry.Pacer {
+	return retry.NewPacer(c.cfg.retry, minBackgroundWait)
 }
-
-// Pause sleeps until the next try is due; it reports false, at once, when
-// ctx ends first.
-func (p pacer) Pause(ctx context.Context) bool { return p.w.Wait(ctx, errRetryLater) == nil }
-
-// Reset starts the schedule afresh, after the loop made progress.
-func (p pacer) Reset() { p.w.Reset() }
 
 // debugging reports whether debug logs are wanted: hot paths check it
 // before building a log call's arguments.

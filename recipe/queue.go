@@ -11,7 +11,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 )
 
 // errNoTrustedSession is retried: it means "wait for the connection".
@@ -112,7 +111,7 @@ func (a *attempt) listingVouches(ep *epoch) bool {
 // with it, as the known queue.
 func (a *attempt) accept(ep *epoch, names []string, dirData []byte) error {
 	if len(dirData) > 0 && string(dirData) != string(a.l.spec.DirData) {
-		return fmt.Errorf("%w: %s carries %q, this client expects %q", ErrMismatch, a.l.dir, dirData, a.l.spec.DirData)
+		return fmt.Errorf("%w: %w: %s carries %q, this client expects %q", ErrMismatch, a.l.spec.DirMismatch, a.l.dir, dirData, a.l.spec.DirData)
 	}
 	a.ep = ep
 	a.watches = make(map[string]<-chan zk.Event)
@@ -162,7 +161,7 @@ func (a *attempt) checkKinds(names []string) error {
 		}
 		if seq, ok := driver.Sequence(n, ln); ok && seq < ours {
 			return fmt.Errorf("%w (%w): in use as a %s lock (node %s); this is a %s lock (%s nodes)",
-				ErrMismatch, engine.ErrOtherKind, kind, n, a.l.spec.Recipe, a.l.spec.LockName)
+				ErrMismatch, errOtherKind, kind, n, a.l.spec.Recipe, a.l.spec.LockName)
 		}
 	}
 	return nil

@@ -64,18 +64,28 @@ func TestBusyLockListsAfterCreate(t *testing.T) {
 		return d
 	}
 	timed() // creates the lock's directory
-	if d := timed(); d >= 2*delay {
-		t.Fatalf("free lock: acquire took %v with replies %v late, want one round trip", d, delay)
+	// The best of three trials: a loaded machine slows single acquires
+	// down, never speeds one up past the replies' delay.
+	free, afterTaken, freeAgain := time.Hour, time.Hour, time.Hour
+	for range 3 {
+		free = min(free, timed())
+		must(t, holder.Lock(ctx))
+		if err := slow.TryLock(ctx); !errors.Is(err, recipe.ErrWouldBlock) {
+			t.Fatalf("TryLock while held: %v, want ErrWouldBlock", err)
+		}
+		must(t, holder.Unlock(ctx))
+		afterTaken = min(afterTaken, timed())
+		freeAgain = min(freeAgain, timed())
 	}
-	must(t, holder.Lock(ctx))
-	if err := slow.TryLock(ctx); !errors.Is(err, recipe.ErrWouldBlock) {
-		t.Fatalf("TryLock while held: %v, want ErrWouldBlock", err)
+	t.Logf("replies %v late: free lock %v, after finding it taken %v, free again %v", delay,
+		free.Round(time.Millisecond), afterTaken.Round(time.Millisecond), freeAgain.Round(time.Millisecond))
+	if free >= 2*delay {
+		t.Fatalf("free lock: acquire took %v with replies %v late, want one round trip", free, delay)
 	}
-	must(t, holder.Unlock(ctx))
-	if d := timed(); d < 2*delay || d >= 3*delay {
-		t.Fatalf("after finding the lock taken: acquire took %v with replies %v late, want two round trips", d, delay)
+	if afterTaken < 2*delay || afterTaken >= 3*delay {
+		t.Fatalf("after finding the lock taken: acquire took %v with replies %v late, want two round trips", afterTaken, delay)
 	}
-	if d := timed(); d >= 2*delay {
-		t.Fatalf("after finding the lock free again: acquire took %v with replies %v late, want one round trip", d, delay)
+	if freeAgain >= 2*delay {
+		t.Fatalf("after finding the lock free again: acquire took %v with replies %v late, want one round trip", freeAgain, delay)
 	}
 }

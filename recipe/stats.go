@@ -1,12 +1,54 @@
 package recipe
 
-import (
-	"sync/atomic"
+import "sync/atomic"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
-)
+// Stats counts what a client has done since it connected: ZooKeeper
+// requests by kind, wake-ups of waiters, retries and losses. They are
+// plain counters for metrics and tests: the number of requests per
+// acquire, say, is exact, where a time is not.
+type Stats struct {
+	// Creates, Deletes, Lists and Reads count the requests the engine
+	// sent (create or multi, delete, getChildren, getData or exists).
+	Creates, Deletes, Lists, Reads int64
+	// Writes counts setData requests (revocation).
+	Writes int64
+	// Wakeups counts watch events that woke a waiting acquire.
+	Wakeups int64
+	// Retries counts operations retried after a connection-loss error.
+	Retries int64
+	// Recovered counts creates whose reply was lost and whose node was
+	// found again by its UUID instead of being created twice.
+	Recovered int64
+	// Acquired counts successful acquires (not the reentrant ones of a
+	// recipe handle).
+	Acquired int64
+	// Lost counts holds that lost ownership.
+	Lost int64
+	// EpochsEnded counts the times the session stopped being trusted
+	// (expiry, suspension, close).
+	EpochsEnded int64
+	// Suspensions counts the suspensions of a client that tolerates them
+	// ([WithSuspensionTolerance]): silences past the loss timeout that
+	// did not end the epoch.
+	Suspensions int64
+}
 
-// stats are a client's counters (see engine.Stats).
+// RoundTrips returns the number of requests counted in s.
+func (s Stats) RoundTrips() int64 { return s.Creates + s.Deletes + s.Lists + s.Reads + s.Writes }
+
+// Sub returns s minus o, field by field: the activity between two
+// snapshots.
+func (s Stats) Sub(o Stats) Stats {
+	return Stats{
+		Creates: s.Creates - o.Creates, Deletes: s.Deletes - o.Deletes,
+		Lists: s.Lists - o.Lists, Reads: s.Reads - o.Reads, Writes: s.Writes - o.Writes,
+		Wakeups: s.Wakeups - o.Wakeups, Retries: s.Retries - o.Retries,
+		Recovered: s.Recovered - o.Recovered, Acquired: s.Acquired - o.Acquired, Lost: s.Lost - o.Lost,
+		EpochsEnded: s.EpochsEnded - o.EpochsEnded, Suspensions: s.Suspensions - o.Suspensions,
+	}
+}
+
+// stats are a client's counters, as Stats reports them.
 type stats struct {
 	creates, deletes, lists, reads atomic.Int64
 	wakeups, retries, recovered    atomic.Int64
@@ -14,8 +56,8 @@ type stats struct {
 	writes, suspensions            atomic.Int64
 }
 
-func (s *stats) snapshot() engine.Stats {
-	return engine.Stats{
+func (s *stats) snapshot() Stats {
+	return Stats{
 		Creates: s.creates.Load(), Deletes: s.deletes.Load(),
 		Lists: s.lists.Load(), Reads: s.reads.Load(),
 		Wakeups: s.wakeups.Load(), Retries: s.retries.Load(),

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -27,7 +26,7 @@ func suspendedHold(t *testing.T, srv *zktest.Server, path string) (*recipe.Clien
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := engine.Of(c).Get(ctx, path); err != nil { // the silence starts with the cut
+	if _, _, err := c.Conn().Get(path); err != nil { // the silence starts with the cut
 		t.Fatal(err)
 	}
 	proxy.Partition()

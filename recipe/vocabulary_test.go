@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -209,7 +208,7 @@ func TestKindMismatch(t *testing.T) {
 			if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != first.node() {
 				t.Errorf("directory holds %v, want only the first holder's %s", left, first.node())
 			}
-			if got := engine.Of(c).Stats().Creates; got > 3 {
+			if got := c.Stats().Creates; got > 3 {
 				t.Errorf("the refused recipe sent %d creates", got)
 			}
 		})

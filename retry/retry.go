@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
 )
 
 var (
@@ -162,3 +163,26 @@ func interrupted(ctx context.Context, attempts int, last error) error {
 	}
 	return fmt.Errorf("retry: interrupted after %d attempts: %w; last error: %w", attempts, err, last)
 }
+
+// Pacer spaces the tries of a loop that must go on until something outside
+// it stops it (re-campaigning for leadership, observing a lock, cleaning up
+// after a lost session): it follows its policy's schedule and, where the
+// policy would give up, keeps the last pace ([Persistent]). It is not safe
+// for concurrent use.
+type Pacer struct{ w *Waiter }
+
+// errPace is what a Pacer hands its Waiter: the loop decides by itself
+// which failures to try again.
+var errPace = fmt.Errorf("retry: try again later: %w", zk.ErrConnectionClosed)
+
+// NewPacer returns a Pacer on a fresh schedule of Persistent(p, floor).
+func NewPacer(p Policy, floor time.Duration) *Pacer {
+	return &Pacer{w: NewWaiter(Persistent(p, floor), nil)}
+}
+
+// Pause sleeps until the next try is due. It reports false, at once, when
+// ctx ends first (or the policy is invalid, see [Validate]).
+func (p *Pacer) Pause(ctx context.Context) bool { return p.w.Wait(ctx, errPace) == nil }
+
+// Reset starts the schedule afresh, after the loop made progress.
+func (p *Pacer) Reset() { p.w.Reset() }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -30,15 +29,15 @@ const (
 var (
 	// ErrNotAcquired is wrapped by every error of a failed RLock or Lock,
 	// together with the cause (for a timeout, context.DeadlineExceeded).
-	ErrNotAcquired = engine.Sentinel("rwlock: not acquired", recipe.ErrNotAcquired)
+	ErrNotAcquired = recipe.Sentinel("rwlock: not acquired", recipe.ErrNotAcquired)
 	// ErrLocked is returned by TryRLock and TryLock when the lock cannot be
 	// had at once: a writer holds it or, for TryLock, anybody holds it or is
 	// queued ahead.
-	ErrLocked = engine.Sentinel("rwlock: locked elsewhere", recipe.ErrWouldBlock)
+	ErrLocked = recipe.Sentinel("rwlock: locked elsewhere", recipe.ErrWouldBlock)
 	// ErrNotHeld is returned by RUnlock and Unlock on a handle that holds
 	// nothing in that mode, with no I/O, and by RErr and Err when nothing is
 	// held in that mode.
-	ErrNotHeld = engine.Sentinel("rwlock: not held", recipe.ErrNotHeld)
+	ErrNotHeld = recipe.Sentinel("rwlock: not held", recipe.ErrNotHeld)
 	// ErrUpgrade is wrapped (with ErrNotAcquired) by the error of Lock and
 	// TryLock on a handle that holds the read lock but not the write lock.
 	// Waiting would deadlock: the write would wait for this handle's own read
@@ -149,7 +148,7 @@ type RWLock struct {
 	readName    string
 	writeName   string
 	data        []byte
-	sem         chan struct{} // serialises the lock and unlock calls on this handle
+	turn        recipe.Turn // serialises the lock and unlock calls on this handle
 
 	mu sync.Mutex
 	// w is the write node's hold. It stays after the last Unlock while read
@@ -166,7 +165,7 @@ type RWLock struct {
 // whose directory node is created (as a container) on first use. It checks
 // its input and does no I/O.
 func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
-	o := options{data: engine.DefaultNodeData(), read: ReadLockName, write: WriteLockName}
+	o := options{data: recipe.DefaultNodeData(), read: ReadLockName, write: WriteLockName}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("rwlock: %w: nil option", recipe.ErrInvalidArgument)
@@ -175,35 +174,37 @@ func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
 	}
 	queue := []string{o.read, o.write}
 	read, err := recipe.NewLock(c, path, recipe.LockSpec{
-		Recipe:   "rwlock.read",
-		LockName: o.read,
-		Queue:    queue,
-		Driver:   driver.Read(o.write),
-		MaxHold:  o.maxHold, Revocable: o.revocable,
+		Recipe:      "rwlock.read",
+		LockName:    o.read,
+		NotAcquired: ErrNotAcquired,
+		Queue:       queue,
+		Driver:      driver.Read(o.write),
+		MaxHold:     o.maxHold, Revocable: o.revocable,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
 	}
 	write, err := recipe.NewLock(c, path, recipe.LockSpec{
-		Recipe:   "rwlock.write",
-		LockName: o.write,
-		Queue:    queue,
-		Driver:   driver.Write(),
-		MaxHold:  o.maxHold, Revocable: o.revocable,
+		Recipe:      "rwlock.write",
+		LockName:    o.write,
+		NotAcquired: ErrNotAcquired,
+		Queue:       queue,
+		Driver:      driver.Write(),
+		MaxHold:     o.maxHold, Revocable: o.revocable,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
 	}
-	return &RWLock{c: c, read: read, write: write, readName: o.read, writeName: o.write, data: o.data, sem: make(chan struct{}, 1)}, nil
+	return &RWLock{c: c, read: read, write: write, readName: o.read, writeName: o.write, data: o.data}, nil
 }
 
 // Path returns the lock's path.
 func (rw *RWLock) Path() string { return rw.read.Path() }
 
 // enter takes the handle's semaphore, or fails when ctx ends first.
-func (rw *RWLock) enter(ctx context.Context) error { return engine.Enter(ctx, rw.sem) }
+func (rw *RWLock) enter(ctx context.Context) error { return rw.turn.Take(ctx) }
 
-func (rw *RWLock) leave() { <-rw.sem }
+func (rw *RWLock) leave() { rw.turn.Give() }
 
 // RLock acquires the read lock, waiting until no writer holds the lock or
 // is queued ahead of this handle's read node, or until ctx ends. A deadline
@@ -254,7 +255,7 @@ func (rw *RWLock) rlock(ctx context.Context, wait bool) error {
 		return fmt.Errorf("%w: read lock on %s", ErrLocked, rw.Path())
 	}
 	if err != nil {
-		return engine.Relabel(err, ErrNotAcquired)
+		return err
 	}
 	rw.mu.Lock()
 	rw.r, rw.rn = h, 1
@@ -270,10 +271,11 @@ func (rw *RWLock) downgrade(ctx context.Context, w *recipe.Hold) error {
 		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
 	}
 	lk, err := recipe.NewLock(rw.c, rw.Path(), recipe.LockSpec{
-		Recipe:   "rwlock.read",
-		LockName: rw.readName,
-		Queue:    []string{rw.readName, rw.writeName},
-		Driver:   readBeside(rw.writeName, w.Node()),
+		Recipe:      "rwlock.read",
+		LockName:    rw.readName,
+		NotAcquired: ErrNotAcquired,
+		Queue:       []string{rw.readName, rw.writeName},
+		Driver:      readBeside(rw.writeName, w.Node()),
 	}, rw.data)
 	if err != nil {
 		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
@@ -283,7 +285,7 @@ func (rw *RWLock) downgrade(ctx context.Context, w *recipe.Hold) error {
 	case errors.Is(err, recipe.ErrWouldBlock):
 		h = nil // a writer is queued behind w: ride on w
 	case err != nil:
-		return engine.Relabel(err, ErrNotAcquired)
+		return err
 	}
 	rw.mu.Lock()
 	rw.r, rw.rn = h, 1
@@ -398,7 +400,7 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) error {
 		return fmt.Errorf("%w: write lock on %s", ErrLocked, rw.Path())
 	}
 	if err != nil {
-		return engine.Relabel(err, ErrNotAcquired)
+		return err
 	}
 	rw.mu.Lock()
 	rw.w, rw.wn = h, 1

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -263,14 +262,14 @@ func TestReentrancy(t *testing.T) {
 		t.Fatal(err)
 	}
 	locktest.Settle(t, c1)
-	before := engine.Of(c1).Stats()
+	before := c1.Stats()
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := rw.RUnlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := engine.Of(c1).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("reentrant RLock/RUnlock made %d round trips, want 0", got)
 	}
 	if err := rw.RErr(); err != nil {
@@ -291,14 +290,14 @@ func TestReentrancy(t *testing.T) {
 		t.Fatal(err)
 	}
 	locktest.Settle(t, c1)
-	before = engine.Of(c1).Stats()
+	before = c1.Stats()
 	if err := rw.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := rw.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := engine.Of(c1).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("reentrant Lock/Unlock made %d round trips, want 0", got)
 	}
 	if err := other.TryRLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
@@ -316,14 +315,14 @@ func TestReentrancy(t *testing.T) {
 
 	// Unlock without a hold, in either mode, is refused without I/O.
 	locktest.Settle(t, c1)
-	before = engine.Of(c1).Stats()
+	before = c1.Stats()
 	if err := rw.Unlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("extra Unlock = %v, want ErrNotHeld", err)
 	}
 	if err := rw.RUnlock(ctx); !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("extra RUnlock = %v, want ErrNotHeld", err)
 	}
-	if got := engine.Of(c1).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("unlock without hold made %d round trips, want 0", got)
 	}
 	if !locktest.Closed(rw.Done()) || !locktest.Closed(rw.RDone()) {
@@ -344,7 +343,7 @@ func TestUpgradeRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	locktest.Settle(t, c)
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 	start := time.Now()
 	for _, lock := range []func(context.Context) error{rw.Lock, rw.TryLock} {
 		err := lock(ctx)
@@ -355,7 +354,7 @@ func TestUpgradeRefused(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("refusing the upgrade took %v", took)
 	}
-	if got := engine.Of(c).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("refused upgrade made %d round trips, want 0", got)
 	}
 	if err := rw.Err(); !errors.Is(err, rwlock.ErrNotHeld) {
@@ -571,7 +570,7 @@ func TestHerdFree(t *testing.T) {
 	}
 	wakeups := func() (n int64) {
 		for _, c := range clients {
-			n += engine.Of(c).Stats().Wakeups
+			n += c.Stats().Wakeups
 		}
 		return n
 	}
@@ -810,7 +809,7 @@ func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	locktest.Settle(t, c)
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 	for _, p := range []string{"", "locks/a", "/locks/a/", "/locks//a", "/locks/./a", "/locks/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := rwlock.New(c, p); !errors.Is(err, recipe.ErrInvalidPath) {
 			t.Errorf("New(%q) = %v, want ErrInvalidPath", p, err)
@@ -835,7 +834,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := rw.Participants(nil); !errors.Is(err, recipe.ErrInvalidArgument) { //nolint:staticcheck
 		t.Errorf("Participants(nil) = %v, want ErrInvalidArgument", err)
 	}
-	if got := engine.Of(c).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("bad input caused %d round trips, want 0", got)
 	}
 }

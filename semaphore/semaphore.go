@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -25,10 +24,10 @@ var (
 	// or TryAcquire (except [ErrNoLease]), together with the cause: for a
 	// timeout, context.DeadlineExceeded; for a cancellation,
 	// context.Canceled.
-	ErrNotAcquired = engine.Sentinel("semaphore: not acquired", recipe.ErrNotAcquired)
+	ErrNotAcquired = recipe.Sentinel("semaphore: not acquired", recipe.ErrNotAcquired)
 	// ErrNoLease is returned by TryAcquire when every lease is taken. It
 	// wraps no other error.
-	ErrNoLease = engine.Sentinel("semaphore: no lease free", recipe.ErrWouldBlock)
+	ErrNoLease = recipe.Sentinel("semaphore: no lease free", recipe.ErrWouldBlock)
 	// ErrMaxLeasesMismatch is wrapped, together with [ErrNotAcquired] and
 	// [recipe.ErrMismatch], by the error of an acquire on a path that was
 	// set up with another number of leases than this handle's. Every client
@@ -41,7 +40,7 @@ var (
 	ErrLost = recipe.ErrLost
 	// ErrNotHeld is returned by Lease.Err after a successful release, and
 	// wrapped by the error of a Release on a lease already released.
-	ErrNotHeld = engine.Sentinel("semaphore: lease not held", recipe.ErrNotHeld)
+	ErrNotHeld = recipe.Sentinel("semaphore: lease not held", recipe.ErrNotHeld)
 )
 
 // Option configures a Semaphore.
@@ -95,7 +94,7 @@ func New(c *recipe.Client, path string, maxLeases int, opts ...Option) (*Semapho
 	if maxLeases < 1 {
 		return nil, fmt.Errorf("semaphore: %w: maxLeases = %d, must be at least 1", recipe.ErrInvalidArgument, maxLeases)
 	}
-	o := options{data: engine.DefaultNodeData()}
+	o := options{data: recipe.DefaultNodeData()}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("semaphore: %w: nil option", recipe.ErrInvalidArgument)
@@ -107,11 +106,13 @@ func New(c *recipe.Client, path string, maxLeases int, opts ...Option) (*Semapho
 		return nil, fmt.Errorf("semaphore: %w: %w", recipe.ErrInvalidArgument, err)
 	}
 	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
-		Recipe:   "semaphore",
-		LockName: LockName,
-		Driver:   d,
-		DirData:  dirData(maxLeases),
-		MaxHold:  o.maxHold,
+		Recipe:      "semaphore",
+		LockName:    LockName,
+		Driver:      d,
+		DirData:     dirData(maxLeases),
+		DirMismatch: ErrMaxLeasesMismatch,
+		NotAcquired: ErrNotAcquired,
+		MaxHold:     o.maxHold,
 	}, o.data)
 	if err != nil {
 		return nil, fmt.Errorf("semaphore: %w", err)
@@ -144,7 +145,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	}
 	h, err := s.lk.Acquire(ctx)
 	if err != nil {
-		return nil, s.acquireError(err)
+		return nil, err
 	}
 	return &Lease{s: s, h: h}, nil
 }
@@ -169,7 +170,7 @@ func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	}
 	hs, err := s.lk.AcquireN(ctx, n)
 	if err != nil {
-		return nil, s.acquireError(err)
+		return nil, err
 	}
 	ls := make([]*Lease, len(hs))
 	for i, h := range hs {
@@ -191,17 +192,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 		return nil, fmt.Errorf("%w: %s has %d leases, all taken", ErrNoLease, s.Path(), s.maxLeases)
 	}
 	if err != nil {
-		return nil, s.acquireError(err)
+		return nil, err
 	}
 	return &Lease{s: s, h: h}, nil
-}
-
-func (s *Semaphore) acquireError(err error) error {
-	if errors.Is(err, recipe.ErrMismatch) && !errors.Is(err, engine.ErrOtherKind) {
-		return fmt.Errorf("%w: %w: %s (this handle: %d leases): %w",
-			ErrNotAcquired, ErrMaxLeasesMismatch, s.Path(), s.maxLeases, err)
-	}
-	return engine.Relabel(err, ErrNotAcquired)
 }
 
 // Participant is one node in the semaphore's queue.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -218,7 +217,7 @@ func TestReleaseWakesAtMostMaxLeases(t *testing.T) {
 	}
 	wakeups := func() (n int64) {
 		for _, c := range cs {
-			n += engine.Of(c).Stats().Wakeups
+			n += c.Stats().Wakeups
 		}
 		return n
 	}
@@ -392,7 +391,7 @@ func TestAcquireTimeoutCleansUp(t *testing.T) {
 		var err error
 		start := time.Now()
 		locktest.Settle(t, c)
-		before := engine.Of(c).Stats()
+		before := c.Stats()
 		switch mode {
 		case "AcquireN":
 			_, err = x.AcquireN(locktest.Ctx(t, 200*time.Millisecond), 2)
@@ -416,7 +415,7 @@ func TestAcquireTimeoutCleansUp(t *testing.T) {
 		if left := locktest.Children(t, raw, path); !slices.Equal(left, nodes(held...)) {
 			t.Fatalf("after the failed %s the directory holds %v, want only the holders' %v", mode, left, nodes(held...))
 		}
-		st := engine.Of(c).Stats().Sub(before)
+		st := c.Stats().Sub(before)
 		t.Logf("failed %s: %d creates, %d deletes: %v", mode, st.Creates, st.Deletes, err)
 	}
 	for _, l := range held {
@@ -533,12 +532,12 @@ func TestRoundTrips(t *testing.T) {
 	path := zktest.UniquePath(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	s := newSem(t, c, path, 3)
-	measure := func(what string, f func()) engine.Stats {
+	measure := func(what string, f func()) recipe.Stats {
 		t.Helper()
 		locktest.Settle(t, c)
-		before := engine.Of(c).Stats()
+		before := c.Stats()
 		f()
-		d := engine.Of(c).Stats().Sub(before)
+		d := c.Stats().Sub(before)
 		t.Logf("%-34s %2d requests: %d creates, %d reads, %d lists, %d deletes",
 			what, d.RoundTrips(), d.Creates, d.Reads, d.Lists, d.Deletes)
 		return d
@@ -651,7 +650,7 @@ func TestBadInput(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	locktest.Settle(t, c)
-	before := engine.Of(c).Stats()
+	before := c.Stats()
 	for _, p := range []string{"", "locks/a", "/locks/a/", "/locks//a", "/locks/./a", "/locks/../a", "/", "/zookeeper/x", "/a\x00b"} {
 		if _, err := semaphore.New(c, p, 2); !errors.Is(err, recipe.ErrInvalidPath) {
 			t.Errorf("New(%q) = %v, want ErrInvalidPath", p, err)
@@ -687,7 +686,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := s.AcquireN(nil, 2); !errors.Is(err, recipe.ErrInvalidArgument) { //nolint:staticcheck
 		t.Errorf("AcquireN(nil, 2) = %v", err)
 	}
-	if got := engine.Of(c).Stats().Sub(before).RoundTrips(); got != 0 {
+	if got := c.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("bad input caused %d round trips, want 0", got)
 	}
 }
@@ -742,7 +741,7 @@ func TestLostCreateReply(t *testing.T) {
 	st := proxy.Stats()
 	var recovered int64
 	for _, c := range clients {
-		recovered += engine.Of(c).Stats().Recovered
+		recovered += c.Stats().Recovered
 	}
 	if st.Cuts == 0 || recovered == 0 {
 		t.Fatalf("proxy %+v, %d nodes recovered by UUID: the test proved nothing", st, recovered)

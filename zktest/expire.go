@@ -171,10 +171,14 @@ func (p *Proxy) Sessions() []int64 {
 // told its session expired: go-zookeeper reports zk.StateExpired, and a
 // recipe.Client ends its holds with recipe.ErrLost and
 // recipe.ErrSessionExpired, typically within milliseconds. During a
-// partition the client learns it when the partition heals.
+// partition the client learns it when the partition heals. A client that
+// reconnects through the proxy meanwhile is held until its session is
+// gone, so that it cannot take the session back first. Sessions of
+// clients connected to the server by other routes are not touched.
 //
-// Each step is bounded by a deadline of a few seconds. On failure it
-// goes on with the other sessions and returns the count of those it
+// Each step (dial, connect, closeSession) is bounded by a deadline of 3s,
+// and a session is tried at most 3 times, so it never hangs. On failure
+// it goes on with the other sessions and returns the count of those it
 // expired with an error naming the sessions it could not.
 func (p *Proxy) ExpireSessions() (int, error) {
 	ss := p.sessions()

@@ -19,9 +19,12 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
+var (
+	servers = flag.String("zk", "127.0.0.1:21811", "ZooKeeper servers, comma-separated")
+	path    = flag.String("path", "/examples/custom-recipe", "lock path")
+)
+
 func main() {
-	servers := flag.String("zk", "127.0.0.1:21811", "ZooKeeper servers, comma-separated")
-	path := flag.String("path", "/examples/custom-recipe", "lock path")
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

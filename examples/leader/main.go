@@ -1,156 +1,156 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+//go:build unix
 
-// Command leader shows a clustered service whose members elect a leader
-// with zkrecipes' leader package.
+// Command leader shows a clustered service whose member processes elect a
+// leader with zkrecipes' leader package.
 //
-// The parent process starts -members copies of itself. Each member opens
-// its own ZooKeeper session and takes part in the election with
-// leader.Election.Run; while it leads it does the service's periodic work,
-// here printing a tick with its fencing token every -tick. The parent
-// watches the election from outside (leader.Election.Observe) and prints
-// every change of leader. After -kill-after it kills the leader with
-// SIGKILL, so the next member leads only once ZooKeeper expires the dead
-// member's session, and starts that member again; after -resign-after it
-// asks the leader to resign (SIGUSR1), and the next member leads at once.
-// After -duration it stops every member and prints the terms it saw.
+// Without -member, the program starts -members copies of itself (-member N)
+// and watches the election from outside (Observe), printing every change of
+// leader. After -kill-after it kills the leader (SIGKILL): the next member
+// leads once ZooKeeper expires the dead member's session, and the killed
+// member is started again. After -resign-after it asks the leader to resign
+// (SIGUSR1): the next member leads at once. After -duration it stops them.
+// While a member leads, it prints a tick with its fencing token every -tick.
 //
 //	go run ./examples/leader -zk 127.0.0.1:21811
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
+	"log"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/demo"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
 var (
-	cfg         = demo.Flags("election", "/zkrecipes-demo/leader")
-	members     = flag.Int("members", 3, "number of member processes")
+	servers     = flag.String("zk", "127.0.0.1:21811", "ZooKeeper servers, comma-separated")
+	path        = flag.String("path", "/examples/leader", "ZooKeeper path of the election")
+	members     = flag.Int("members", 3, "member processes")
+	session     = flag.Duration("session-timeout", 3*time.Second, "ZooKeeper session timeout of each member")
 	tick        = flag.Duration("tick", 500*time.Millisecond, "period of the leader's work")
-	killAfter   = flag.Duration("kill-after", 4*time.Second, "when to kill the leader process with SIGKILL (0: never)")
+	killAfter   = flag.Duration("kill-after", 4*time.Second, "when to kill the leader with SIGKILL (0: never)")
 	resignAfter = flag.Duration("resign-after", 10*time.Second, "when to ask the leader to resign (0: never)")
-	duration    = flag.Duration("duration", 15*time.Second, "how long the demo runs")
+	duration    = flag.Duration("duration", 15*time.Second, "how long the example runs")
+	member      = flag.Int("member", 0, "run as member `N` (the parent sets it)")
 )
 
-func main() {
-	demo.Main(cfg, func() error {
-		if *members < 1 || *tick <= 0 || *killAfter < 0 || *resignAfter < 0 || *duration <= 0 {
-			return errors.New("need -members >= 1, -tick, -duration > 0, -kill-after, -resign-after >= 0")
-		}
-		return nil
-	}, member, parent)
+func say(who, format string, a ...any) {
+	fmt.Printf("%s  %-8s  %s\n", time.Now().Format("15:04:05.000"), who, fmt.Sprintf(format, a...))
 }
 
-// member takes part in the election until SIGTERM or SIGINT, does the
-// leader's work while it leads, and resigns on SIGUSR1.
-func member(ctx context.Context, _ string, n int, log *slog.Logger) int {
-	id := demo.MemberID(n)
-	c, err := demo.Connect(ctx, cfg, recipe.WithLogger(log))
+func main() {
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	c, err := recipe.Connect(ctx, strings.Split(*servers, ","), recipe.WithSessionTimeout(*session))
 	if err != nil {
-		return demo.Fail(ctx, log, "cannot connect", err)
+		log.Fatal(err)
 	}
 	defer c.Close()
-	e, err := leader.New(c, cfg.Path, leader.WithData([]byte(id)), leader.WithLogger(log))
+	id := fmt.Sprintf("member-%d", *member)
+	e, err := leader.New(c, *path, leader.WithData([]byte(id)))
 	if err != nil {
-		return demo.Fail(ctx, log, "cannot join the election", err)
+		log.Fatal(err)
 	}
-	demo.Say(id, "joins the election (pid %d, session 0x%x)", os.Getpid(), c.SessionID())
+	if *member == 0 {
+		os.Exit(parent(ctx, e))
+	}
 
-	// SIGUSR1: give up the current term; Run campaigns again at the back
-	// of the line.
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+	resign := make(chan os.Signal, 1) // SIGUSR1: end the current term, campaign again
+	signal.Notify(resign, syscall.SIGUSR1)
 	go func() {
-		for {
-			select {
-			case <-usr1:
-				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				if err := e.Resign(rctx); err != nil {
-					demo.Say(id, "cannot resign: %v", err)
-				} else {
-					demo.Say(id, "resigned; back in line")
-				}
-				cancel()
-			case <-ctx.Done():
-				return
+		for range resign {
+			if err := e.Resign(ctx); err != nil {
+				say(id, "cannot resign: %v", err)
 			}
 		}
 	}()
-
-	err = e.Run(ctx, func(ctx context.Context) error {
+	err = e.Run(ctx, func(ctx context.Context) error { // ctx ends when the term does: resigned, lost, stopped
 		token := e.Token()
-		demo.Say(id, "LEADS     token=%#x", token)
-		t := time.NewTicker(*tick)
-		defer t.Stop()
+		say(id, "LEADS  token=%#x", token)
 		for n := 1; ; n++ {
 			select {
 			case <-ctx.Done():
-				demo.Say(id, "stops leading  token=%#x  (%v)", token, context.Cause(ctx))
+				say(id, "stops leading  token=%#x  (%v)", token, context.Cause(ctx))
 				return nil
-			case <-t.C:
-				// The service's periodic work. Every write it makes to
-				// another system carries the token, so that a deposed
-				// leader's late writes can be refused there.
-				demo.Say(id, "tick %-3d  token=%#x", n, token)
+			case <-time.After(*tick): // the service's work: every write it makes carries the token
+				say(id, "tick %-3d  token=%#x", n, token)
 			}
 		}
 	})
-	if ctx.Err() == nil {
-		return demo.Fail(ctx, log, "left the election", err)
-	}
-	demo.Say(id, "leaves the election")
-	return 0
+	say(id, "leaves the election: %v", err)
 }
 
-// parent watches the election from outside while demo.Cluster starts the
-// members, kills the leader and later asks the next one to resign.
-func parent(ctx context.Context, log *slog.Logger) int {
-	fmt.Printf("leader demo: %d member processes, election %s on %s, session timeout %v\n",
-		*members, cfg.Path, cfg.ZK, cfg.SessionTimeout)
-	c, err := demo.Connect(ctx, cfg, recipe.WithLogger(log))
-	if err != nil {
-		return demo.Fail(ctx, log, "cannot connect", err)
-	}
-	defer c.Close()
-	watcher, err := leader.New(c, cfg.Path)
-	if err != nil {
-		return demo.Fail(ctx, log, "cannot watch the election", err)
-	}
-	ctx, stopObserving := context.WithCancel(ctx)
-	defer stopObserving()
-	cluster := demo.Cluster{Members: *members, KillAfter: *killAfter, ResignAfter: *resignAfter, Duration: *duration,
-		Session: cfg.SessionTimeout, Log: log}
-	return cluster.Run(ctx, observe(ctx, watcher))
-}
-
-// observe reports every change of leader, as seen from outside the
-// election, until ctx ends.
-func observe(ctx context.Context, e *leader.Election) <-chan demo.Term {
-	terms := make(chan demo.Term)
-	leaders, err := e.Observe(ctx) // fails only for a nil ctx
-	if err != nil {
-		panic(err)
-	}
-	go func() {
-		defer close(terms)
-		for p := range leaders {
-			select {
-			case terms <- demo.Term{ID: string(p.Data), Token: p.Token, At: time.Now()}:
-			case <-ctx.Done():
-				return
-			}
+// parent starts the members, observes the election, kills and resigns the
+// leader, and stops the members at the end.
+func parent(ctx context.Context, watcher *leader.Election) int {
+	fmt.Printf("leader: %d member processes, election %s on %s, session timeout %v\n", *members, *path, *servers, *session)
+	procs := map[string]*exec.Cmd{}
+	launch := func(n int) {
+		id, cmd := fmt.Sprintf("member-%d", n), exec.Command(os.Args[0], append(os.Args[1:], "-member", fmt.Sprint(n))...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Start(); err != nil {
+			log.Fatal(err)
 		}
-	}()
-	return terms
+		procs[id] = cmd
+		say("parent", "starts %s (pid %d)", id, cmd.Process.Pid)
+	}
+	for n := 1; n <= *members; n++ {
+		launch(n)
+	}
+	leaders, _ := watcher.Observe(ctx) // the leader now, then at every change
+	kill, resign, end := time.After(*killAfter), time.After(*resignAfter), time.After(*duration)
+	if *killAfter == 0 {
+		kill = nil
+	}
+	if *resignAfter == 0 {
+		resign = nil
+	}
+	var current leader.Participant
+	var last int64
+	ok := true
+	for {
+		select {
+		case p := <-leaders:
+			current = p
+			say("parent", "observes: the leader is %s, token=%#x", p.Data, p.Token)
+			ok = ok && p.Token > last // a new term, a greater token
+			last = p.Token
+		case <-kill:
+			var n int
+			if _, err := fmt.Sscanf(string(current.Data), "member-%d", &n); err == nil {
+				say("parent", "kills %s with SIGKILL: the next leads once its session expires", current.Data)
+				_ = procs[string(current.Data)].Process.Kill()
+				_ = procs[string(current.Data)].Wait()
+				launch(n) // it joins at the back of the line
+			}
+		case <-resign:
+			if cmd := procs[string(current.Data)]; cmd != nil {
+				say("parent", "asks %s to resign (SIGUSR1)", current.Data)
+				_ = cmd.Process.Signal(syscall.SIGUSR1)
+			}
+		case <-end:
+			say("parent", "stops every member (SIGTERM)")
+			for _, cmd := range procs {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				ok = cmd.Wait() == nil && ok
+			}
+			if !ok {
+				fmt.Println("FAIL: a term had no greater token, or a member failed")
+				return 1
+			}
+			fmt.Println("ok: one leader at a time, tokens increasing from term to term")
+			return 0
+		case <-ctx.Done():
+			return 1
+		}
+	}
 }

@@ -1,158 +1,164 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
+//go:build unix
 
-// Command mutex-counter shows operating-system processes contending for one
-// zkrecipes mutex.
+// Command mutex-counter: separate processes take turns at one zkrecipes
+// mutex to add one to a counter kept in a file (store.go), which refuses a
+// write whose fencing token is lower than the last one it took.
 //
-// The parent process starts -workers copies of itself. Each worker opens its
-// own ZooKeeper session and, -increments times, takes the mutex, reads a
-// counter from a shared file, works a little (so that a broken lock would
-// lose updates), writes the counter plus one, and unlocks. Every write
-// carries the worker's fencing token, and the file refuses a token older
-// than the last one written. The parent then checks that no update was
-// lost. With -stall N the parent stops worker N while it holds the mutex,
-// until its session expires and the mutex passes on: its late write is
-// refused.
+// Without -worker, the program starts -workers copies of itself (-worker N)
+// and checks the count when they end. With -stall N, worker N stops itself
+// while it holds the mutex; the parent resumes it once its session has
+// expired, and its late write is refused.
 //
 //	go run ./examples/mutex-counter -zk 127.0.0.1:21811 -workers 4 -increments 25
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
+	"io"
+	"log"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/demo"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
 var (
-	cfg         = demo.Flags("mutex", "/zkrecipes-demo/counter")
-	file        = flag.String("file", "", "counter file shared by the workers, overwritten (default: a temporary file)")
-	workers     = flag.Int("workers", 4, "number of worker processes")
-	increments  = flag.Int("increments", 25, "increments per worker")
-	work        = flag.Duration("work", 5*time.Millisecond, "time each worker spends between reading and writing the counter")
-	lockTimeout = flag.Duration("lock-timeout", 30*time.Second, "how long a worker waits for the mutex before giving up")
-	stall       = flag.Int("stall", 0, "stop worker `N` while it holds the mutex until its session expires, to show fencing (0: never)")
+	servers    = flag.String("zk", "127.0.0.1:21811", "ZooKeeper servers, comma-separated")
+	path       = flag.String("path", "/examples/mutex-counter", "ZooKeeper path of the mutex")
+	file       = flag.String("file", "", "counter file, overwritten (default: a temporary file)")
+	workers    = flag.Int("workers", 4, "worker processes")
+	increments = flag.Int("increments", 25, "increments per worker")
+	session    = flag.Duration("session-timeout", 3*time.Second, "ZooKeeper session timeout of each worker")
+	stall      = flag.Int("stall", 0, "worker `N` stops while it holds the mutex, until its session expires (0: none)")
+	worker     = flag.Int("worker", 0, "run as worker `N` (the parent sets it)")
 )
 
 func main() {
-	demo.Main(cfg, func() error {
-		if *workers < 1 || *increments < 1 || *work < 0 || *lockTimeout <= 0 || *stall < 0 || *stall > *workers {
-			return errors.New("need -workers, -increments >= 1, -work >= 0, -lock-timeout > 0, 0 <= -stall <= -workers")
-		}
-		return nil
-	}, worker, parent)
-}
-
-// worker takes the mutex -increments times and, holding it, adds one to
-// the counter.
-func worker(ctx context.Context, _ string, n int, log *slog.Logger) int {
-	parent := demo.ToParent()
-	var rep demo.CounterReport
-	defer func() { parent.Send("result", rep); parent.Close() }()
-	c, err := demo.Connect(ctx, cfg, recipe.WithLogger(log))
-	if err != nil {
-		return demo.Fail(ctx, log, "cannot connect", err)
+	flag.Parse()
+	if *worker == 0 {
+		os.Exit(parent())
 	}
+	log.SetPrefix(fmt.Sprintf("worker %d: ", *worker))
+	ctx := context.Background()
+	c, err := recipe.Connect(ctx, strings.Split(*servers, ","), recipe.WithSessionTimeout(*session))
+	check(err)
 	defer c.Close()
-	m, err := mutex.New(c, cfg.Path, mutex.WithData(fmt.Appendf(nil, "mutex-counter worker %d pid %d", n, os.Getpid())))
-	if err != nil {
-		return demo.Fail(ctx, log, "cannot create the mutex", err)
-	}
-	counter := demo.Counter{Path: *file}
-	if err := parent.Ready(); err != nil { // every worker connected: contend
-		return demo.Fail(ctx, log, "no start signal from the parent", err)
-	}
+	m, err := mutex.New(c, *path, mutex.WithData(fmt.Appendf(nil, "worker %d pid %d", *worker, os.Getpid())))
+	check(err)
 	for done := 0; done < *increments; {
-		lctx, cancel := context.WithTimeout(ctx, *lockTimeout)
 		begin := time.Now()
-		err := m.Lock(lctx)
-		cancel()
-		waited := time.Since(begin)
-		if err != nil {
-			return demo.Fail(ctx, log, "cannot take the mutex", err)
-		}
-		rep.Waits.Add(waited)
-		token := m.Token()
-
-		// Critical section: read, work, write with the token.
-		cur, err := counter.Read()
-		if err != nil {
-			return demo.Fail(ctx, log, "cannot read the counter", err)
-		}
-		time.Sleep(*work)
-		if demo.Closed(m.Done()) { // lost while working: write nothing, do this increment again
-			log.Error("mutex lost before writing; retrying the increment", "err", m.Err())
-			rep.Lost++
-			unlock(m) // ends the lost hold
+		check(m.Lock(ctx))
+		waited, token := time.Since(begin), m.Token()
+		count, err := read(*file, token, *worker)
+		check(err)
+		time.Sleep(5 * time.Millisecond) // work: a broken lock would lose updates here
+		select {
+		case <-m.Done(): // lost meanwhile (session expired, connection suspended): write nothing
+			log.Printf("mutex lost before writing, increment again: %v", m.Err())
+			_ = m.Unlock(ctx) // ends the lost hold
 			continue
+		default:
 		}
-		if n == *stall && done == (*increments-1)/2 {
-			fmt.Printf("worker %d  holds %s  token=0x%x  waited %s  read counter %d, stalls before writing\n",
-				n, cfg.Path, token, demo.Ms(waited), cur.Value)
-			if err := parent.Pause(2*c.SessionTimeout()+time.Second, "while it holds the mutex; its session expires"); err != nil {
-				return demo.Fail(ctx, log, "no resume signal from the parent", err)
+		if *worker == *stall && done == *increments/2 { // a pause between check and write (GC, VM)
+			fmt.Printf("worker %d  token=%#x  read counter %d, stalls before writing\n", *worker, token, count)
+			for begin := time.Now(); time.Since(begin) < 2**session; { // until the parent resumes it
+				check(syscall.Kill(os.Getpid(), syscall.SIGSTOP))
 			}
-			// Nothing here notices that the mutex was lost meanwhile. The fence does.
 		}
-		prev, err := counter.Write(cur.Value+1, token)
-		if fe, ok := errors.AsType[*demo.FencedError](err); ok {
+		if err := write(*file, entry{count + 1, token, *worker}); errors.Is(err, errFenced) {
 			select { // give the client a moment to notice the loss, to show it
 			case <-m.Done():
 			case <-time.After(3 * time.Second):
 			}
-			log.Error("write refused: a later lock holder has written since this worker took the mutex",
-				"own_token", fmt.Sprintf("0x%x", token), "file_token", fmt.Sprintf("0x%x", fe.File.Token),
-				"file_counter", fe.File.Value, "mutex", m.Err())
-			rep.Fenced = true
-			return demo.ExitFenced
-		} else if err != nil {
-			return demo.Fail(ctx, log, "cannot write the counter", err)
+			fmt.Printf("worker %d  token=%#x  write REFUSED: %v; mutex: %v\n", *worker, token, err, m.Err())
+			os.Exit(3)
+		} else {
+			check(err)
 		}
-		rep.Writes++
+		fmt.Printf("worker %d  token=%#x  waited %6.1fms  counter %d -> %d\n",
+			*worker, token, float64(waited.Microseconds())/1000, count, count+1)
 		done++
-		fmt.Printf("worker %d  holds %s  token=0x%x  waited %s  counter %d -> %d\n",
-			n, cfg.Path, token, demo.Ms(waited), prev.Value, cur.Value+1)
-		if err := unlock(m); err != nil {
-			if errors.Is(err, mutex.ErrLost) {
-				rep.Lost++
-			}
-			log.Error("unlock", "err", err)
+		if err := m.Unlock(ctx); err != nil {
+			log.Printf("unlock: %v", err) // mutex.ErrLost: lost after the write
 		}
 	}
+}
+
+// parent starts the workers, relays their output and checks the count.
+func parent() int {
+	if *file == "" {
+		*file = filepath.Join(os.TempDir(), fmt.Sprintf("mutex-counter-%d.txt", os.Getpid()))
+		defer os.Remove(*file)
+	}
+	check(os.WriteFile(*file, nil, 0o644)) // empty: the counter is 0
+	fmt.Printf("mutex-counter: %d worker processes x %d increments, mutex %s on %s\n", *workers, *increments, *path, *servers)
+	var cmds []*exec.Cmd
+	var relays sync.WaitGroup
+	for n := 1; n <= *workers; n++ {
+		cmd := exec.Command(os.Args[0], append(os.Args[1:], "-worker", fmt.Sprint(n), "-file", *file)...)
+		out, err := cmd.StdoutPipe()
+		check(err)
+		cmd.Stderr = os.Stderr
+		check(cmd.Start())
+		cmds = append(cmds, cmd)
+		relays.Go(func() { relay(out, cmd.Process) })
+	}
+	relays.Wait() // every worker has closed its output
+	entries, err := load(*file, false)
+	check(err)
+	writes, final := make([]int, *workers+1), entry{}
+	for _, e := range entries {
+		writes[e.worker]++
+		final = e
+	}
+	fmt.Println("\nsummary")
+	ok := final.count == int64(len(entries)) // each accepted write added exactly one
+	for i, cmd := range cmds {
+		n, note, code := i+1, "", 0
+		if cmd.Wait() != nil {
+			code = cmd.ProcessState.ExitCode()
+		}
+		if code == 3 && n == *stall {
+			note = "  FENCED: its write after the stall was refused"
+		} else if code != 0 || writes[n] != *increments {
+			note, ok = fmt.Sprintf("  FAILED (exit status %d)", code), false
+		}
+		fmt.Printf("  worker %d  %3d writes%s\n", n, writes[n], note)
+	}
+	fmt.Printf("  final count %d, %d writes accepted, last token %#x\n", final.count, len(entries), final.token)
+	if !ok {
+		fmt.Println("FAIL: an update was lost or a worker failed")
+		return 1
+	}
+	fmt.Println("ok: no update was lost")
 	return 0
 }
 
-func unlock(m *mutex.Mutex) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return m.Unlock(ctx)
+// relay copies a worker's output to ours. A worker that stalls has stopped
+// itself (SIGSTOP): relay resumes it once its session has expired.
+func relay(out io.Reader, p *os.Process) {
+	for sc := bufio.NewScanner(out); sc.Scan(); {
+		fmt.Println(sc.Text())
+		if strings.HasSuffix(sc.Text(), "stalls before writing") {
+			d := 2**session + time.Second
+			fmt.Printf("parent    resumes worker pid %d in %v, once its session has expired\n", p.Pid, d)
+			time.AfterFunc(d, func() { _ = p.Signal(syscall.SIGCONT) })
+		}
+	}
 }
 
-// parent starts the workers and checks the count.
-func parent(ctx context.Context, log *slog.Logger) int {
-	remove, err := demo.TempFile(file, "zkrecipes-demo-counter-*.txt")
+func check(err error) {
 	if err != nil {
-		return demo.Fail(ctx, log, "cannot create the counter file", err)
+		log.Fatal(err)
 	}
-	defer remove()
-	counter := demo.Counter{Path: *file}
-	if err := counter.Init(); err != nil {
-		return demo.Fail(ctx, log, "cannot initialise the counter file", err)
-	}
-	fmt.Printf("mutex-counter: %d worker processes x %d increments, mutex %s on %s\n", *workers, *increments, cfg.Path, cfg.ZK)
-	fmt.Printf("counter file %s\n", *file)
-	ws, err := demo.SpawnN(ctx, "worker", *workers, "-file", *file)
-	if err == nil {
-		err = demo.Run(ctx, ws, nil, nil)
-	}
-	if err != nil {
-		return demo.Fail(ctx, log, "the workers did not all start", err)
-	}
-	return counter.Summarize(ws, *increments, *stall)
 }

@@ -1,19 +1,10 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
-
-// Command rwlock shows operating-system processes sharing one zkrecipes
-// read/write lock: readers read a shared file together, a writer rewrites it
-// alone.
+// Command rwlock shows readers and writers sharing one zkrecipes read/write
+// lock, each with a ZooKeeper session of its own as separate processes would
+// have: readers read a document together, line by line; a writer rewrites
+// every line alone, stamped with its fencing token. It exits non-zero if a
+// writer ever shared the lock or a reader saw a half-written document.
 //
-// The parent process starts -readers reader processes and -writers writer
-// processes, all copies of itself, each with its own ZooKeeper session.
-// A reader, -reads times, takes the read lock, reads the file slowly, and
-// unlocks. A writer, -writes times, takes the write lock, rewrites the file
-// slowly with the next version, and unlocks. Every process prints what it
-// does, with the time since the start and who was inside with it; the
-// parent checks at the end that no writer ever shared the lock and that no
-// reader saw a half-written file.
-//
-//	go run ./examples/rwlock -zk 127.0.0.1:21811
+//	go run ./examples/rwlock -zk 127.0.0.1:21811 -readers 3 -writers 1
 package main
 
 import (
@@ -21,144 +12,145 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
+	"log"
 	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/demo"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
 var (
-	cfg         = demo.Flags("read/write lock", "/zkrecipes-demo/rwlock")
-	file        = flag.String("file", "", "data file shared by the processes, overwritten (default: a temporary file)")
-	readers     = flag.Int("readers", 3, "number of reader processes")
-	writers     = flag.Int("writers", 1, "number of writer processes")
-	reads       = flag.Int("reads", 8, "reads per reader")
-	writes      = flag.Int("writes", 4, "writes per writer")
-	readTime    = flag.Duration("read-time", 150*time.Millisecond, "time a reader takes to read the file")
-	writeTime   = flag.Duration("write-time", 100*time.Millisecond, "time a writer takes to rewrite the file")
-	lockTimeout = flag.Duration("lock-timeout", 30*time.Second, "how long a process waits for the lock before giving up")
-	curator     = flag.Bool("curator", false, "name the nodes like Curator's InterProcessReadWriteLock (__READ__, __WRIT__)")
+	servers = flag.String("zk", "127.0.0.1:21811", "ZooKeeper servers, comma-separated")
+	path    = flag.String("path", "/examples/rwlock", "ZooKeeper path of the lock")
+	readers = flag.Int("readers", 3, "readers, each with its own session")
+	writers = flag.Int("writers", 1, "writers, each with its own session")
+	reads   = flag.Int("reads", 6, "reads per reader")
+	writes  = flag.Int("writes", 3, "writes per writer")
+	pace    = flag.Duration("line-time", 20*time.Millisecond, "time to read or write one of the document's 5 lines")
+)
+
+// The document: 5 lines, each a version; two versions in one read: torn.
+var (
+	doc                 [5]atomic.Pointer[string]
+	inReaders, inWriter atomic.Int32 // who is inside now
+	mostReaders         atomic.Int32
+	start               time.Time
 )
 
 func main() {
-	demo.Main(cfg, func() error {
-		if *readers < 0 || *writers < 0 || *readers+*writers == 0 || *reads < 1 || *writes < 1 ||
-			*readTime < 0 || *writeTime < 0 || *lockTimeout <= 0 {
-			return errors.New("need a process, -reads, -writes >= 1, -read-time, -write-time >= 0, -lock-timeout > 0")
-		}
-		return nil
-	}, visitor, parent)
+	flag.Parse()
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
 }
 
-// visitor is a reader or a writer: it takes its lock, takes a turn in the
-// critical section, and releases the lock, -reads or -writes times.
-func visitor(ctx context.Context, role string, n int, log *slog.Logger) int {
-	parent := demo.ToParent()
-	var rep demo.RWReport
-	defer func() { parent.Send("result", rep); parent.Close() }()
-	c, err := demo.Connect(ctx, cfg, recipe.WithLogger(log))
+func run() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fmt.Printf("rwlock: %d readers x %d reads, %d writers x %d writes, lock %s on %s\n", *readers, *reads, *writers, *writes, *path, *servers)
+	for i := range doc {
+		doc[i].Store(new("v0 by nobody"))
+	}
+	start = time.Now()
+	errs := make([]error, *readers+*writers)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() {
+			if errs[i] = visit(ctx, i >= *readers, i+1); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	fmt.Printf("ok: up to %d readers read together, every writer was alone, no read saw a half-written document\n", mostReaders.Load())
+	return nil
+}
+
+// visit takes the lock, reads or writes the document, and unlocks, -reads
+// or -writes times.
+func visit(ctx context.Context, writer bool, n int) error {
+	c, err := recipe.Connect(ctx, strings.Split(*servers, ","))
 	if err != nil {
-		return demo.Fail(ctx, log, "cannot connect", err)
+		return err
 	}
 	defer c.Close()
-	opts := []rwlock.Option{rwlock.WithData(fmt.Appendf(nil, "rwlock demo %s %d pid %d", role, n, os.Getpid()))}
-	if *curator {
-		opts = append(opts, rwlock.WithCuratorNames())
-	}
-	rw, err := rwlock.New(c, cfg.Path, opts...)
-	if err != nil {
-		return demo.Fail(ctx, log, "cannot create the lock", err)
-	}
-	room := demo.RoomAt(*file)
-	say := func(format string, args ...any) {
-		fmt.Printf("%7s  %s %d  %s\n", fmt.Sprintf("+%.3fs", demo.Elapsed().Seconds()), role, n, fmt.Sprintf(format, args...))
-	}
-	if err := parent.Ready(); err != nil { // every process connected: start together
-		return demo.Fail(ctx, log, "no start signal from the parent", err)
-	}
-
-	writer, turns, work := role == "writer", *reads, *readTime
+	who, turns, pause := fmt.Sprintf("reader %d", n), *reads, time.Duration(0)
 	if writer {
-		turns, work = *writes, *writeTime
-		time.Sleep(*readTime / 2) // let the readers get going first
+		who, turns, pause = fmt.Sprintf("writer %d", n-*readers), *writes, 3**pace // the readers start first
 	}
-	for rep.Done < turns {
-		lctx, cancel := context.WithTimeout(ctx, *lockTimeout)
-		begin := time.Now()
-		if writer {
-			say("wants to write")
-			err = rw.Lock(lctx)
-		} else {
-			err = rw.RLock(lctx)
-		}
-		cancel()
-		waited := time.Since(begin)
-		if err != nil {
-			return demo.Fail(ctx, log, "cannot take the lock", err)
-		}
-		rep.Waits.Add(waited)
-
-		// Critical section: a writer rewrites the file with its fencing
-		// token, stopping if it loses the lock; a reader reads it.
-		lost := rw.RDone()
-		if writer {
-			lost = rw.Done()
-		}
-		what, who, err := room.Visit(writer, work, rw.Token(), lost, &rep)
-		switch {
-		case errors.Is(err, demo.ErrStopped):
-			log.Error("lock lost during the critical section; doing it again", "err", errors.Join(rw.Err(), rw.RErr()))
-		case err != nil:
-			return demo.Fail(ctx, log, "cannot use the file", err)
-		default:
-			say("%s  waited %s  %s", what, demo.Ms(waited), who)
-		}
-
-		uctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if writer {
-			err = rw.Unlock(uctx)
-		} else {
-			err = rw.RUnlock(uctx)
-		}
-		cancel()
-		if err != nil {
-			log.Error("unlock", "err", err)
-		}
-		time.Sleep(rand.N(max(*readTime, *writeTime) + 1)) // think a little before the next turn
+	rw, err := rwlock.New(c, *path, rwlock.WithData(fmt.Appendf(nil, "%s pid %d", who, os.Getpid())))
+	if err != nil {
+		return err
 	}
-	return 0
+	for turn := 1; turn <= turns; turn++ {
+		time.Sleep(pause)
+		say := func(f string, a ...any) {
+			fmt.Printf("+%.3fs  %s  %s\n", time.Since(start).Seconds(), who, fmt.Sprintf(f, a...))
+		}
+		if !writer {
+			if err := rw.RLock(ctx); err != nil {
+				return err
+			}
+			n := inReaders.Add(1)
+			mostReaders.Store(max(mostReaders.Load(), n)) // only an approximation of the most readers inside
+			if inWriter.Load() > 0 {
+				return fmt.Errorf("%s: a writer is inside with readers", who)
+			}
+			var seen []string
+			for i := range doc {
+				if closed(rw.RDone()) { // lost: session expired or suspended too long
+					return fmt.Errorf("%s: read lock lost: %w", who, rw.RErr())
+				}
+				seen = append(seen, *doc[i].Load())
+				time.Sleep(*pace)
+			}
+			inReaders.Add(-1)
+			if seen[0] != seen[len(seen)-1] {
+				return fmt.Errorf("%s: half-written document: %q", who, seen)
+			}
+			say("read  %s  (readers inside: %d)", seen[0], n)
+			if err := rw.RUnlock(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+
+		say("wants to write")
+		if err := rw.Lock(ctx); err != nil {
+			return err
+		}
+		if inWriter.Add(1) > 1 || inReaders.Load() > 0 {
+			return fmt.Errorf("%s: someone is inside with the writer", who)
+		}
+		version := fmt.Sprintf("v%d by %s token=%#x", turn, who, rw.Token()) // storage can fence by the token
+		for i := range doc {
+			if closed(rw.Done()) { // lost: stop writing
+				return fmt.Errorf("%s: write lock lost: %w", who, rw.Err())
+			}
+			doc[i].Store(&version)
+			time.Sleep(*pace)
+		}
+		inWriter.Add(-1)
+		say("wrote %s", version)
+		if err := rw.Unlock(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// parent starts the readers and writers and checks what they saw.
-func parent(ctx context.Context, log *slog.Logger) int {
-	remove, err := demo.TempFile(file, "zkrecipes-demo-rwlock-*.txt")
-	if err != nil {
-		return demo.Fail(ctx, log, "cannot create the data file", err)
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
-	defer remove()
-	room := demo.RoomAt(*file)
-	defer os.Remove(room.Presence.Path)
-	if err := room.Init(); err != nil {
-		return demo.Fail(ctx, log, "cannot initialise the data files", err)
-	}
-	fmt.Printf("rwlock demo: %d %s x %d reads, %d %s x %d writes, lock %s on %s\n",
-		*readers, demo.Plural(*readers, "reader"), *reads, *writers, demo.Plural(*writers, "writer"), *writes, cfg.Path, cfg.ZK)
-	fmt.Printf("data file %s\n\n", *file)
-	begin := time.Now()
-	rs, err := demo.SpawnN(ctx, "reader", *readers, "-file", *file)
-	if err != nil {
-		return demo.Fail(ctx, log, "cannot start the readers", err)
-	}
-	ws, err := demo.SpawnN(ctx, "writer", *writers, "-file", *file)
-	if err == nil {
-		err = demo.Run(ctx, append(rs, ws...), nil, nil)
-	}
-	if err != nil {
-		return demo.Fail(ctx, log, "the processes did not all start", err)
-	}
-	return demo.SummarizeRW(append(rs, ws...), time.Since(begin))
 }

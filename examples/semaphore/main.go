@@ -1,16 +1,13 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
-
-// Command semaphore shows a pool of worker processes bounded by one
-// zkrecipes semaphore: however many workers there are, at most -leases of
-// them work at once.
+// Command semaphore shows a pool of workers bounded by one zkrecipes
+// semaphore: however many workers there are, at most -leases of them work
+// at once, first come, first served.
 //
-// The parent process starts -workers copies of itself. Each worker opens its
-// own ZooKeeper session and, -rounds times, takes a lease (with a timeout),
-// works for a random time between -work-min and -work-max, and releases the
-// lease. Workers tell the parent when each piece of work began and ended;
-// the parent prints a line per lease and, at the end, computes from those
-// times how many workers were ever busy at once. It exits non-zero if that
-// exceeds -leases or a worker failed.
+// Each worker has a ZooKeeper session of its own, as separate processes
+// would (start the program several times with the same -path to see
+// processes share the pool). -rounds times, a worker takes a lease, works
+// for a random time, stopping at once if the lease is lost (Done), and
+// releases it. The program counts the workers busy at once and exits
+// non-zero if that ever exceeds -leases.
 //
 //	go run ./examples/semaphore -zk 127.0.0.1:21811 -workers 6 -leases 2
 package main
@@ -20,114 +17,101 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
+	"log"
 	"math/rand/v2"
 	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/demo"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
 var (
-	cfg          = demo.Flags("semaphore", "/zkrecipes-demo/pool")
-	workers      = flag.Int("workers", 6, "number of worker processes")
-	leases       = flag.Int("leases", 2, "number of leases: how many workers may work at once")
-	rounds       = flag.Int("rounds", 4, "pieces of work per worker, one lease each")
-	workMin      = flag.Duration("work-min", 100*time.Millisecond, "shortest piece of work")
-	workMax      = flag.Duration("work-max", 300*time.Millisecond, "longest piece of work")
-	leaseTimeout = flag.Duration("lease-timeout", 30*time.Second, "how long a worker waits for a lease before giving up")
+	servers = flag.String("zk", "127.0.0.1:21811", "ZooKeeper servers, comma-separated")
+	path    = flag.String("path", "/examples/semaphore", "ZooKeeper path of the semaphore")
+	workers = flag.Int("workers", 6, "workers, each with its own session")
+	leases  = flag.Int("leases", 2, "leases: how many workers may work at once")
+	rounds  = flag.Int("rounds", 4, "pieces of work per worker, one lease each")
+	maxWork = flag.Duration("work", 300*time.Millisecond, "longest piece of work")
 )
 
+var busy, mostBusy atomic.Int64 // workers holding a lease now, and at most
+
 func main() {
-	demo.Main(cfg, func() error {
-		if *workers < 1 || *leases < 1 || *rounds < 1 || *workMin < 0 || *workMax < *workMin || *leaseTimeout <= 0 {
-			return errors.New("need -workers, -leases, -rounds >= 1, 0 <= -work-min <= -work-max, -lease-timeout > 0")
-		}
-		return nil
-	}, worker, parent)
+	flag.Parse()
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
 }
 
-// worker takes a lease, works under it and releases it, -rounds times.
-func worker(ctx context.Context, _ string, n int, log *slog.Logger) int {
-	parent := demo.ToParent()
-	defer parent.Close()
-	c, err := demo.Connect(ctx, cfg, recipe.WithLogger(log))
+func run() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	fmt.Printf("semaphore: %d workers x %d pieces of work, %d leases at %s on %s\n", *workers, *rounds, *leases, *path, *servers)
+	errs := make([]error, *workers+1)
+	var wg sync.WaitGroup
+	for n := 1; n <= *workers; n++ {
+		wg.Go(func() {
+			if errs[n] = worker(ctx, n); errs[n] != nil {
+				errs[n] = fmt.Errorf("worker %d: %w", n, errs[n])
+				cancel() // stop the others
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if most := mostBusy.Load(); most > int64(*leases) {
+		return fmt.Errorf("FAIL: %d workers were busy at once, %d allowed", most, *leases)
+	}
+	fmt.Printf("ok: %d pieces of work, never more than %d at once\n", *workers**rounds, mostBusy.Load())
+	return nil
+}
+
+func worker(ctx context.Context, n int) error {
+	c, err := recipe.Connect(ctx, strings.Split(*servers, ","))
 	if err != nil {
-		return demo.Fail(ctx, log, "cannot connect", err)
+		return err
 	}
 	defer c.Close()
-	s, err := semaphore.New(c, cfg.Path, *leases,
-		semaphore.WithData(fmt.Appendf(nil, "semaphore example worker %d pid %d", n, os.Getpid())))
+	s, err := semaphore.New(c, *path, *leases, semaphore.WithData(fmt.Appendf(nil, "worker %d pid %d", n, os.Getpid())))
 	if err != nil {
-		return demo.Fail(ctx, log, "cannot create the semaphore", err)
+		return err
 	}
-	if err := parent.Ready(); err != nil { // every worker connected: contend
-		return demo.Fail(ctx, log, "no start signal from the parent", err)
-	}
-
 	for range *rounds {
-		lctx, cancel := context.WithTimeout(ctx, *leaseTimeout)
 		begin := time.Now()
-		lease, err := s.Acquire(lctx)
-		cancel()
-		waited := time.Since(begin)
+		lease, err := s.Acquire(ctx)
 		if errors.Is(err, semaphore.ErrMaxLeasesMismatch) {
-			return demo.Fail(ctx, log, "the path was set up with another -leases; use another -path, or wait until "+
-				"ZooKeeper removes the empty path (a container node) after the last run", err)
+			return fmt.Errorf("%w (the path was set up with another -leases: use another -path)", err)
 		} else if err != nil {
-			return demo.Fail(ctx, log, "cannot take a lease", err)
+			return err
 		}
-		a := demo.Acquired{Start: time.Now().UnixNano(), Token: lease.Token(), Waited: waited}
-		if p, err := s.Participants(ctx); err == nil {
-			a.Busy = min(len(p), *leases)
-			a.Waiting = len(p) - a.Busy
+		now := busy.Add(1) // counted inside the lease: from after Acquire to before Release
+		for most := mostBusy.Load(); now > most && !mostBusy.CompareAndSwap(most, now); most = mostBusy.Load() {
 		}
-		parent.Send("acquired", a)
+		waiting := -1
+		if ps, err := s.Participants(ctx); err == nil {
+			waiting = max(len(ps)-*leases, 0)
+		}
+		fmt.Printf("worker %d  lease token=%#x  %d/%d busy  %d waiting  waited %v\n",
+			n, lease.Token(), now, *leases, waiting, time.Since(begin).Round(time.Millisecond))
 
-		// Work, but stop at once if the lease is lost.
-		r := demo.Released{Interval: demo.Interval{Start: a.Start}, Token: a.Token}
-		t := time.NewTimer(*workMin + rand.N(*workMax-*workMin+1))
+		// The work. A real worker would send lease.Token() with every write
+		// it makes, so that storage can refuse it once the lease is lost.
 		select {
-		case <-t.C:
-		case <-lease.Done():
-			r.Lost = lease.Err().Error()
-			log.Error("lease lost while working", "err", lease.Err())
-		case <-ctx.Done():
+		case <-time.After(rand.N(*maxWork) + 1):
+		case <-lease.Done(): // lost: session expired, or the connection suspended too long
+			busy.Add(-1)
+			return fmt.Errorf("lease lost while working: %w", lease.Err())
 		}
-		t.Stop()
-		r.End = time.Now().UnixNano()
-		parent.Send("released", r)
-
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = lease.Release(rctx)
-		cancel()
-		if err != nil && r.Lost == "" {
-			log.Error("release", "err", err)
-		}
-		if ctx.Err() != nil {
-			return 130
-		}
-		if r.Lost != "" {
-			return 1
+		busy.Add(-1)
+		if err := lease.Release(ctx); err != nil {
+			return err
 		}
 	}
-	return 0
-}
-
-// parent starts the workers, prints a line per lease and checks that no
-// more than -leases workers were ever busy at once.
-func parent(ctx context.Context, log *slog.Logger) int {
-	fmt.Printf("semaphore: %d worker processes x %d pieces of work, %d leases at %s on %s\n",
-		*workers, *rounds, *leases, cfg.Path, cfg.ZK)
-	ws, err := demo.SpawnN(ctx, "worker", *workers)
-	pool := &demo.Leases{Max: *leases}
-	if err == nil {
-		err = demo.Run(ctx, ws, func() { fmt.Println("all workers connected; go") }, pool.Handle)
-	}
-	if err != nil {
-		return demo.Fail(ctx, log, "the workers did not all start", err)
-	}
-	return pool.Summarize(ws, *rounds)
+	return nil
 }

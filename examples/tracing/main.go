@@ -1,15 +1,9 @@
-//go:build linux || darwin || dragonfly || freebsd || netbsd || openbsd
-
-// Command tracing shows the OpenTelemetry spans of two processes contending
-// for one zkrecipes mutex.
-//
-// The parent process starts a trace and two copies of itself, "first" and
-// "second", handing them the trace context. Each passes an SDK tracer
-// provider and meter provider to recipe.Connect and prints every span as it
-// ends: first takes the mutex at once; second tries for -try (outcome
-// timeout), then waits in line; first holds for -hold and releases; second's
-// mutex.acquire ends with a wake-up event and outcome acquired; both print
-// their metrics.
+// Command tracing shows the OpenTelemetry spans and metrics of two clients,
+// each with a session of its own, contending for one zkrecipes mutex. Each
+// passes SDK providers to recipe.Connect; spans are printed as they end,
+// all in one trace. first takes the mutex; second tries for -try (outcome
+// timeout), then waits; first holds for -hold and unlocks; second's
+// acquire ends with a wake-up event. Then the metrics are printed.
 //
 //	go run ./examples/tracing -zk 127.0.0.1:21811
 package main
@@ -19,160 +13,148 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
-	"os"
+	"log"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
-	"github.com/zkrecipes/zkrecipes/internal/demo"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
 var (
-	cfg         = demo.Flags("mutex", "/zkrecipes-demo/tracing")
-	hold        = flag.Duration("hold", 300*time.Millisecond, "how long the first process holds the mutex once the second waits")
-	try         = flag.Duration("try", 100*time.Millisecond, "timeout of the second process's first attempt (0: no such attempt)")
-	timeout     = flag.Duration("timeout", 30*time.Second, "bound on the whole run")
-	debug       = flag.Bool("debug", false, "also print the library's debug log (recipe.WithLogger) to standard error")
-	traceparent = flag.String("traceparent", "", "trace context of the parent (used by the parent process)")
+	servers = flag.String("zk", "127.0.0.1:21811", "ZooKeeper servers, comma-separated")
+	path    = flag.String("path", "/examples/tracing", "ZooKeeper path of the mutex")
+	hold    = flag.Duration("hold", 300*time.Millisecond, "how long first holds the mutex once second waits")
+	try     = flag.Duration("try", 100*time.Millisecond, "timeout of second's first attempt")
 )
 
 func main() {
-	demo.Main(cfg, func() error {
-		if *hold < 0 || *try < 0 || *timeout <= 0 {
-			return errors.New("-hold and -try must not be negative, -timeout must be positive")
-		}
-		return nil
-	}, child, parent)
+	flag.Parse()
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
 }
 
-// parent starts a trace and the two children, handing them its context,
-// and tells them when to go: the first takes the mutex, then the second
-// tries for it, then the first releases.
-func parent(ctx context.Context, log *slog.Logger) int {
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+func run() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(demo.NewSpanPrinter(os.Stdout, "parent")))
-	defer tp.Shutdown(context.Background())
-	ctx, span := tp.Tracer("zkrecipes-example-tracing").Start(ctx, "tracing-demo")
-	carrier := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, carrier)
-	fmt.Printf("tracing: two processes contend for mutex %s on %s; trace %s\n\n", cfg.Path, cfg.ZK, span.SpanContext().TraceID())
-
-	args := []string{"-traceparent", carrier.Get("traceparent")}
-	first, err1 := demo.Spawn(ctx, "first", 1, args...)
-	second, err2 := demo.Spawn(ctx, "second", 2, args...)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(printer("main")))
+	ctx, span := tp.Tracer("example").Start(ctx, "tracing-example") // the root of every span below
+	fmt.Printf("tracing: two clients contend for mutex %s on %s; trace %s\n\n", *path, *servers, span.SpanContext().TraceID())
+	first, err1 := newClient(ctx, "first")
+	second, err2 := newClient(ctx, "second")
 	if err := errors.Join(err1, err2); err != nil {
-		return demo.Fail(ctx, log, "cannot start the processes", err)
-	}
-	err := demo.Converse(ctx, []*demo.Child{first, second},
-		demo.Await(first, "ready"), demo.Await(second, "ready"),
-		demo.Tell(first, "go"), demo.Await(first, "locked"),
-		demo.Tell(second, "go"), demo.Await(second, "waiting"),
-		demo.Tell(first, "release"))
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-	if err != nil {
-		return demo.Fail(ctx, log, "tracing", err)
-	}
-	return 0
-}
-
-// child is the first or the second process: its providers print spans as
-// they end and the metrics at the end; its work is one span in the
-// parent's trace.
-func child(ctx context.Context, role string, _ int, _ *slog.Logger) int {
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(demo.NewSpanPrinter(os.Stdout, role)))
-	defer tp.Shutdown(context.Background())
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
-	opts := []recipe.Option{recipe.WithTracerProvider(tp), recipe.WithMeterProvider(mp)}
-	if *debug {
-		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		opts = append(opts, recipe.WithLogger(log.With("process", role)))
-	}
-
-	ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": *traceparent})
-	ctx, span := tp.Tracer("zkrecipes-example-tracing").Start(ctx, role,
-		trace.WithAttributes(attribute.Int("process.pid", os.Getpid())))
-	err := contend(ctx, role, opts)
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-	demo.PrintMetrics(os.Stdout, role, reader)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "tracing (%s): %v\n", role, err)
-		return 1
-	}
-	return 0
-}
-
-// contend connects, then takes and releases the mutex as role says.
-func contend(ctx context.Context, role string, opts []recipe.Option) error {
-	parent := demo.ToParent()
-	defer parent.Close()
-	c, err := demo.Connect(ctx, cfg, opts...)
-	if err != nil {
 		return err
 	}
-	defer c.Close()
-	m, err := mutex.New(c, cfg.Path, mutex.WithData(fmt.Appendf(nil, "tracing example %s pid %d", role, os.Getpid())))
-	if err != nil {
+	defer first.Close()
+	defer second.Close()
+
+	if err := first.m.Lock(ctx); err != nil {
 		return err
 	}
-	if err := parent.Ready(); err != nil {
-		return err
+	tctx, tcancel := context.WithTimeout(ctx, *try)
+	err := second.m.Lock(tctx) // first holds: times out
+	tcancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("second's first attempt was to time out, got %v", err)
 	}
-	if role == "first" {
-		if err := m.Lock(ctx); err != nil {
+	locked := make(chan error, 1)
+	go func() { locked <- second.m.Lock(ctx) }()
+	for ps := []mutex.Participant{}; len(ps) < 2; time.Sleep(10 * time.Millisecond) { // until second is in line
+		if ps, err = first.m.Participants(ctx); err != nil {
 			return err
 		}
-		parent.Send("locked", nil)
-		if err := parent.Expect("release"); err != nil {
-			return err
-		}
-		// Hold on until the second process is in line, and then a little
-		// longer, so that its span shows the wait.
-		for queued := 0; queued < 2; time.Sleep(10 * time.Millisecond) {
-			p, err := m.Participants(ctx)
-			if err != nil {
-				return err
-			}
-			queued = len(p)
-		}
-		time.Sleep(*hold)
-		return m.Unlock(ctx)
 	}
-
-	if *try > 0 {
-		tctx, cancel := context.WithTimeout(ctx, *try)
-		err := m.Lock(tctx)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("the first attempt was to time out behind the first process, got %v", err)
-		}
+	time.Sleep(*hold)
+	if err := first.m.Unlock(ctx); err != nil {
+		return err
 	}
-	parent.Send("waiting", nil)
-	if err := m.Lock(ctx); err != nil {
+	if err := <-locked; err != nil {
 		return err
 	}
 	select {
-	case <-m.Done():
-		return m.Err()
+	case <-second.m.Done(): // lost while working (session expired, suspended too long)
+		return second.m.Err()
 	case <-time.After(20 * time.Millisecond): // the work
 	}
-	return m.Unlock(ctx)
+	if err := second.m.Unlock(ctx); err != nil {
+		return err
+	}
+	span.End()
+	for _, c := range []*client{first, second} {
+		c.printMetrics(ctx)
+	}
+	return nil
+}
+
+// client is a session with a mutex handle and its own providers.
+type client struct {
+	*recipe.Client
+	name   string
+	m      *mutex.Mutex
+	reader *sdkmetric.ManualReader
+}
+
+func newClient(ctx context.Context, name string) (*client, error) {
+	c := &client{name: name, reader: sdkmetric.NewManualReader()}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(printer(name)))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(c.reader))
+	var err error
+	c.Client, err = recipe.Connect(ctx, strings.Split(*servers, ","), recipe.WithTracerProvider(tp), recipe.WithMeterProvider(mp))
+	if err == nil {
+		c.m, err = mutex.New(c.Client, *path, mutex.WithData([]byte(name)))
+	}
+	return c, err
+}
+
+// printer is a span exporter that prints each span behind a label. (The
+// SDK's stdouttrace exporter prints the same as JSON.)
+type printer string
+
+func (p printer) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	for _, s := range spans {
+		fmt.Printf("%-7s %-18s %7.1fms  span %s  parent %s\n", p, s.Name(),
+			float64(s.EndTime().Sub(s.StartTime()).Microseconds())/1000, s.SpanContext().SpanID(), s.Parent().SpanID())
+		for _, kv := range s.Attributes() {
+			fmt.Printf("        %-28s %s\n", kv.Key, kv.Value.Emit())
+		}
+		for _, e := range s.Events() {
+			fmt.Printf("        event +%v %s %s\n", e.Time.Sub(s.StartTime()).Round(time.Microsecond), e.Name, attrs(e.Attributes))
+		}
+	}
+	return nil
+}
+
+func (p printer) Shutdown(context.Context) error { return nil }
+
+func (c *client) printMetrics(ctx context.Context) {
+	var rm metricdata.ResourceMetrics
+	_ = c.reader.Collect(ctx, &rm)
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					fmt.Printf("%-7s metric %s{%s} = %d\n", c.name, m.Name, attrs(p.Attributes.ToSlice()), p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					fmt.Printf("%-7s metric %s{%s} count %d, sum %.4fs\n", c.name, m.Name, attrs(p.Attributes.ToSlice()), p.Count, p.Sum)
+				}
+			}
+		}
+	}
+}
+
+func attrs(kvs []attribute.KeyValue) string {
+	var parts []string
+	for _, kv := range kvs {
+		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+	}
+	return strings.Join(parts, ",")
 }

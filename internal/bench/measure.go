@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
+	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
 // result is one measurement of one scenario.
@@ -53,7 +53,7 @@ const (
 	statusError   = "error"
 )
 
-// perCycle is a engine.Stats difference divided by the number of cycles.
+// perCycle is a recipe.Stats difference divided by the number of cycles.
 type perCycle struct {
 	Creates float64 `json:"creates"`
 	Deletes float64 `json:"deletes"`
@@ -96,7 +96,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 // snapshot is what the counters said when a measurement started.
 type snapshot struct {
-	stats     engine.Stats
+	stats     recipe.Stats
 	packets   int64
 	packetsOK bool
 }
@@ -115,7 +115,7 @@ func (e *env) snapshot(b *bench) snapshot {
 type meter struct {
 	lat       []time.Duration
 	elapsed   time.Duration
-	stats     engine.Stats // client activity while measured
+	stats     recipe.Stats // client activity while measured
 	counted   bool
 	packets   int64 // server packets while measured
 	packetsOK bool
@@ -175,8 +175,8 @@ func (m *meter) result() result {
 	return r
 }
 
-func addStats(a, b engine.Stats) engine.Stats {
-	return engine.Stats{
+func addStats(a, b recipe.Stats) recipe.Stats {
+	return recipe.Stats{
 		Creates: a.Creates + b.Creates, Deletes: a.Deletes + b.Deletes,
 		Lists: a.Lists + b.Lists, Reads: a.Reads + b.Reads,
 		Wakeups: a.Wakeups + b.Wakeups, Retries: a.Retries + b.Retries,

@@ -10,7 +10,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -56,7 +55,7 @@ type bench struct {
 }
 
 // counter reports the running totals of what a scenario's clients did.
-type counter func() engine.Stats
+type counter func() recipe.Stats
 
 // locker is one session's handle on a contended lock.
 type locker interface {
@@ -186,9 +185,9 @@ func openFloor(ctx context.Context, e *env, path string) (*bench, error) {
 			}
 			return nil
 		},
-		count: func() engine.Stats {
+		count: func() recipe.Stats {
 			n := cycles.Load()
-			return engine.Stats{Creates: n, Lists: n, Deletes: n}
+			return recipe.Stats{Creates: n, Lists: n, Deletes: n}
 		},
 		close: conn.Close,
 	}, nil
@@ -405,10 +404,10 @@ func openRecipeWith(ctx context.Context, e *env, path string, n int, opts []reci
 		}
 		b.lockers = append(b.lockers, l)
 	}
-	b.count = func() engine.Stats {
-		var sum engine.Stats
+	b.count = func() recipe.Stats {
+		var sum recipe.Stats
 		for _, c := range clients {
-			s := engine.Of(c).Stats()
+			s := c.Stats()
 			sum.Creates += s.Creates
 			sum.Deletes += s.Deletes
 			sum.Lists += s.Lists

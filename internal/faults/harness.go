@@ -12,7 +12,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/retry"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -227,10 +226,10 @@ func (c *Cell) Proxies() []*zktest.Proxy {
 }
 
 // Stats sums the clients' counters.
-func (c *Cell) Stats() engine.Stats {
-	var s engine.Stats
+func (c *Cell) Stats() recipe.Stats {
+	var s recipe.Stats
 	for _, w := range c.Workers {
-		st := engine.Of(w.Client).Stats()
+		st := w.Client.Stats()
 		s.Creates += st.Creates
 		s.Deletes += st.Deletes
 		s.Lists += st.Lists
@@ -277,7 +276,7 @@ type episodeLog struct {
 	intervals []Interval
 	calls     []call
 	stopAt    time.Time // when the episode's context ended
-	stats     engine.Stats
+	stats     recipe.Stats
 	start     time.Time
 	notes     []string // observations that are not failures
 	problems  []string // failures other than violations and leaks

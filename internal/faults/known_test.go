@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/faults"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -176,7 +175,7 @@ func TestNoOrphanAfterCreateQueuedAcrossExpiry(t *testing.T) {
 	// expiry, opens a new session and sends the create in it.
 	p.Partition()
 	time.Sleep(session + time.Second)
-	if got := engine.Of(c).Conn().SessionID(); got != old {
+	if got := c.Conn().SessionID(); got != old {
 		t.Fatalf("go-zookeeper already left session %#x (now %#x): the test cannot set up the race", old, got)
 	}
 	lctx, lcancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -187,7 +186,7 @@ func TestNoOrphanAfterCreateQueuedAcrossExpiry(t *testing.T) {
 	}
 	p.Heal()
 	locktest.Eventually(t, 20*time.Second, "a new session", func() bool {
-		s := engine.Of(c).Conn().SessionID()
+		s := c.Conn().SessionID()
 		return s != 0 && s != old
 	})
 	time.Sleep(3 * time.Second) // the queued create lands; cleanup has had time
@@ -197,7 +196,7 @@ func TestNoOrphanAfterCreateQueuedAcrossExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range left {
-		if n.Owner == engine.Of(c).Conn().SessionID() {
+		if n.Owner == c.Conn().SessionID() {
 			t.Errorf("orphan %s is owned by the client's live session %#x, no acquire is running and nothing will delete it",
 				n.Name, n.Owner)
 		}

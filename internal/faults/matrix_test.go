@@ -40,17 +40,30 @@ func (ts *targets) get(t *testing.T, on faults.On) *faults.Target {
 	if tg := ts.byOn[on]; tg != nil {
 		return tg
 	}
+	if testing.Short() {
+		t.Skip("real ZooKeeper tests skipped under -short")
+	}
 	var tg *faults.Target
 	switch on {
 	case faults.OnProxied:
 		srv := zktest.Shared(t)
 		tg = &faults.Target{Name: "standalone, proxied", Addrs: []string{srv.Addr()}, Proxied: true, SessionTimeout: standaloneSession}
 	case faults.OnStandalone:
-		srv := zktest.Start(ts.t)
+		// The server outlives this subtest: it is the matrix's, closed
+		// when the matrix ends.
+		srv, err := zktest.NewServer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.t.Cleanup(func() { srv.Close() })
 		tg = &faults.Target{Name: "standalone, restartable", Addrs: []string{srv.Addr()}, Server: srv, SessionTimeout: standaloneSession}
 	case faults.OnEnsemble:
 		start := time.Now()
-		ens := zktest.StartEnsemble(ts.t, 3)
+		ens, err := zktest.NewEnsemble(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.t.Cleanup(func() { ens.Close() })
 		t.Logf("ensemble started in %v", time.Since(start).Round(time.Millisecond))
 		tg = &faults.Target{Name: "3-server ensemble", Addrs: ens.Addrs(), Ensemble: ens, SessionTimeout: ensembleSession}
 	}

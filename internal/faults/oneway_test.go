@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -126,7 +125,7 @@ func oneWayRound(t *testing.T, addr string, raw *zk.Conn, d zktest.Direction, se
 		t.Fatal(err)
 	}
 	for i := range watches {
-		if _, _, _, err := engine.Of(hc).GetW(ctx, fmt.Sprintf("%s/w%02d", side, i)); err != nil {
+		if _, _, _, err := hc.Conn().GetW(fmt.Sprintf("%s/w%02d", side, i)); err != nil {
 			t.Fatal(err)
 		}
 	}

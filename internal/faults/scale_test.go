@@ -12,7 +12,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/faults"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -189,10 +188,10 @@ func TestWaiterHeapIndependentOfQueue(t *testing.T) {
 	}
 }
 
-func sumStats(cs []*recipe.Client) engine.Stats {
-	var s engine.Stats
+func sumStats(cs []*recipe.Client) recipe.Stats {
+	var s recipe.Stats
 	for _, c := range cs {
-		st := engine.Of(c).Stats()
+		st := c.Stats()
 		s.Reads += st.Reads
 		s.Creates += st.Creates
 		s.Lists += st.Lists

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -259,7 +258,7 @@ func (g *StepRig) cycle(ctx context.Context, sr *StepRecipe, path string, s Step
 	var bch <-chan outcome
 	wake := 0 // requests of the subject before the contender released
 	granted := 0
-	subjectStats := engine.Of(sc).Stats()
+	subjectStats := sc.Stats()
 	if sr.First {
 		// The subject acquires on a fresh path, then the contender queues.
 		p.Record()
@@ -332,7 +331,7 @@ func (g *StepRig) cycle(ctx context.Context, sr *StepRecipe, path string, s Step
 		trace = append(trace, t)
 	}
 	res.Requests = strings.Join(trace, " ")
-	st := engine.Of(sc).Stats().Sub(subjectStats)
+	st := sc.Stats().Sub(subjectStats)
 	res.Retries, res.Recovered = st.Retries, st.Recovered
 
 	// The contender is granted whatever the subject saw.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/faults"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -120,7 +119,7 @@ func rideOut(t *testing.T, a *faults.Adapter, cut time.Duration, wantLost bool) 
 		mode = faults.Lease // the holder has them all: the waiter's would be one too many
 	}
 	var ivs []faults.Interval
-	if _, _, err := engine.Of(holder).Get(ctx, path); err != nil {
+	if _, _, err := holder.Conn().Get(path); err != nil {
 		t.Fatal(err)
 	}
 	proxy.Partition()

@@ -16,7 +16,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
@@ -154,10 +153,10 @@ func Queued[P any](t testing.TB, n int, participants func(context.Context) ([]P,
 func Settle(t testing.TB, c *recipe.Client) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	last := engine.Of(c).Stats().RoundTrips()
+	last := c.Stats().RoundTrips()
 	for time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
-		now := engine.Of(c).Stats().RoundTrips()
+		now := c.Stats().RoundTrips()
 		if now == last {
 			return
 		}

@@ -1,6 +1,7 @@
 package boundedmutex_test
 
 import (
+	"context"
 	"errors"
 	"os/exec"
 	"strings"
@@ -8,13 +9,12 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/examples/custom-recipe/boundedmutex"
-	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-func TestMain(m *testing.M) { locktest.Main(m) }
+func TestMain(m *testing.M) { zktest.Main(m) }
 
 // With one holder and one waiter ahead, a Lock allowed 2 ahead waits and a
 // Lock allowed 1 ahead is refused at once, leaving no node; the queue then
@@ -23,8 +23,16 @@ func TestBoundedQueue(t *testing.T) {
 	srv := zktest.Shared(t)
 	raw := zktest.Connect(t, srv.Addr())
 	path := zktest.UniquePath(t)
-	ctx := locktest.Ctx(t, 30*time.Second)
-	client := func() *recipe.Client { return locktest.Client(t, []string{srv.Addr()}) }
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := func() *recipe.Client {
+		c, err := recipe.Connect(ctx, []string{srv.Addr()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
 
 	holder, err := mutex.New(client(), path) // the library's own mutex
 	if err != nil {
@@ -50,9 +58,9 @@ func TestBoundedQueue(t *testing.T) {
 		return held, failed
 	}
 	firstHeld, firstFailed := lock(1) // one ahead: the holder
-	locktest.Queued(t, 2, holder.Participants)
+	queued(t, holder, 2)
 	secondHeld, secondFailed := lock(2) // two ahead
-	locktest.Queued(t, 3, holder.Participants)
+	queued(t, holder, 3)
 
 	_, refusedFailed := lock(1) // two ahead, only one allowed
 	select {
@@ -63,8 +71,8 @@ func TestBoundedQueue(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a Lock with a full queue did not fail")
 	}
-	if got := len(locktest.Children(t, raw, path)); got != 3 {
-		t.Fatalf("after the refusal the directory holds %d nodes, want 3", got)
+	if names, _, err := raw.Children(path); err != nil || len(names) != 3 {
+		t.Fatalf("after the refusal the directory holds %q (%v), want 3 nodes", names, err)
 	}
 
 	if err := holder.Unlock(ctx); err != nil {
@@ -88,6 +96,17 @@ func TestBoundedQueue(t *testing.T) {
 			t.Fatalf("waiter %d never held", i)
 		}
 	}
+}
+
+// queued waits until n nodes are in line at m's path.
+func queued(t *testing.T, m *mutex.Mutex, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if ps, err := m.Participants(context.Background()); err == nil && len(ps) == n {
+			return
+		}
+	}
+	t.Fatalf("%d nodes never queued", n)
 }
 
 // The recipe is built from the public surface alone: it imports no

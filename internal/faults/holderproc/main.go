@@ -23,7 +23,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/engine"
 	"github.com/zkrecipes/zkrecipes/internal/faults"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -123,7 +122,7 @@ func (h *holder) run(a *faults.Adapter) error {
 	}
 	p := held.Parts[0]
 	h.token = p.Token
-	nodes, err := engine.Of(c).Children(ctx, h.cfg.path)
+	nodes, _, err := c.Conn().Children(h.cfg.path)
 	if err != nil {
 		return fmt.Errorf("list after the grant: %w", err)
 	}
