@@ -27,8 +27,9 @@ func TestWaiterKeepsItsPlaceThroughDroppedConnections(t *testing.T) {
 
 	// Keep requests coming from b's client while its connection drops.
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	reading := make(chan struct{})
 	go func() {
+		defer close(reading)
 		for ctx.Err() == nil {
 			_, _ = b.Lock.Participants(ctx)
 		}
@@ -38,6 +39,10 @@ func TestWaiterKeepsItsPlaceThroughDroppedConnections(t *testing.T) {
 		proxy.DropAll()
 	}
 	cancel()
+	<-reading
+	if p, err := a.Lock.Participants(context.Background()); err != nil || len(p) != 2 {
+		t.Fatalf("after the drops the queue is %v (%v), want a and b", p, err)
+	}
 
 	runA.stop(t)
 	waitOrders(t, store, "b", 3)
