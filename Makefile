@@ -25,13 +25,17 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.6.1
 # as released plus patches/ (see patches/*.patch). Every target that builds
 # exports it as GOWORK, so the repository's own builds use the patched client.
 ZK_GOWORK := $(CURDIR)/.cache/go.work
+# Flags for scripts/outside-module.sh. Without --patched it builds against
+# go-zookeeper as released: make test-outside OUTSIDEFLAGS='--runs 5' counts
+# the data race reports in 5 runs.
+OUTSIDEFLAGS ?= --patched
 # A test that finds no ZooKeeper fails instead of being skipped (zktest).
 export ZKTEST_REQUIRED := 1
 
-.PHONY: help zk-install curator-install zk-up zk-down patched-zk demo test test-short test-faults test-procs soak bench bench-peers lint fuzz
+.PHONY: help zk-install curator-install zk-up zk-down patched-zk demo test test-outside test-short test-faults test-procs soak bench bench-peers lint fuzz
 
 demo test test-short test-faults test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
-demo test test-short test-faults test-procs soak bench bench-peers lint fuzz: patched-zk
+demo test test-outside test-short test-faults test-procs soak bench bench-peers lint fuzz: patched-zk
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -61,6 +65,10 @@ demo: zk-install zk-up ## start ZooKeeper, run processes contending for a mutex 
 
 test: curator-install ## run every test (the fault suite aside: test-faults), against real ZooKeeper servers and Curator, with the race detector
 	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/faults)
+	GO=$(GO) scripts/outside-module.sh $(OUTSIDEFLAGS)
+
+test-outside: zk-install ## run examples/testing as a module of its own outside the repository (scripts/outside-module.sh)
+	GO=$(GO) scripts/outside-module.sh $(OUTSIDEFLAGS)
 
 test-short: ## run the tests that need no ZooKeeper server
 	$(GO) test -short ./...
