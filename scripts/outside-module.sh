@@ -6,7 +6,9 @@
 #
 # Copies examples/testing into a temporary directory, makes it the module
 # example.com/orderstest (go mod init), points github.com/zkrecipes/zkrecipes
-# at this checkout with a replace, runs go mod tidy, then
+# with a replace at a copy of this checkout's files laid out as the module
+# cache holds a module (read-only, no executable bits, so zktest must start
+# its servers without the repository's scripts), runs go mod tidy, then
 # go test -race -count=1 ./... there, outside this repository and with
 # GOWORK=off, so that nothing of the repository's own set-up (internal
 # packages, .cache/go.work) can help. ZKTEST_REQUIRED passes through: set it
@@ -59,13 +61,28 @@ fi
 
 export GOWORK=off
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/outside-module.XXXXXX")
-trap 'rm -rf -- "$tmp"' EXIT
-cp -R -- "$REPO/examples/testing/." "$tmp/"
-cd -- "$tmp"
+trap 'chmod -R u+w -- "$tmp" && rm -rf -- "$tmp"' EXIT
+
+# The module as the module cache holds it: its files only, read-only,
+# without executable bits.
+mod="$tmp/zkrecipes"
+mkdir -p -- "$mod"
+(
+	cd -- "$REPO"
+	git ls-files -z --cached --others --exclude-standard |
+		while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done |
+		xargs -0 cp --parents -t "$mod" --
+)
+find "$mod" -type f -exec chmod 0444 {} +
+find "$mod" -type d -exec chmod 0555 {} +
+
+mkdir -p -- "$tmp/user"
+cp -R -- "$REPO/examples/testing/." "$tmp/user/"
+cd -- "$tmp/user"
 
 "$GO" mod init example.com/orderstest 2>/dev/null
 "$GO" mod edit \
-	-replace "github.com/zkrecipes/zkrecipes=$REPO" \
+	-replace "github.com/zkrecipes/zkrecipes=$mod" \
 	-require "github.com/zkrecipes/zkrecipes@v0.0.0-00010101000000-000000000000"
 label="go-zookeeper as released"
 if ((patched)); then
@@ -77,7 +94,7 @@ GOFLAGS=-mod=mod "$GO" mod tidy
 failed=0
 raced=0
 for ((i = 1; i <= runs; i++)); do
-	out="$tmp/run-$i.log"
+	out="$tmp/user/run-$i.log"
 	rc=0
 	"$GO" test -race -count=1 "${flags[@]}" ./... >"$out" 2>&1 || rc=$?
 	cat -- "$out"
