@@ -259,13 +259,6 @@ func (f *fakeZK) remove(path string) {
 	_ = f.deleteLocked(path)
 }
 
-// children lists dir as a test sees it.
-func (f *fakeZK) children(dir string) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.childrenLocked(dir)
-}
-
 // otherSession owns the nodes of other clients; the client's sessions are
 // numbered from 0x100 up.
 const otherSession = 0x99

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/parser"
 	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -358,11 +358,13 @@ func importsFor(f *ast.File, declared map[string]bool) string {
 	return b.String()
 }
 
+// goTool finds the go command: on PATH, else where this Go installation
+// keeps it.
 func goTool(t *testing.T) string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	p := filepath.Join(build.Default.GOROOT, "bin", "go")
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("no go command: %v", err)
 	}
