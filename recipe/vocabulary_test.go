@@ -43,7 +43,7 @@ var kinds = map[string]func(t *testing.T, c *recipe.Client, path string) handle{
 	"rwlock.read": func(t *testing.T, c *recipe.Client, path string) handle {
 		rw, err := rwlock.New(c, path)
 		must(t, err)
-		return handle{rw.RLock, rw.TryRLock, rw.RUnlock, rw.RErr, rw.RNode, rwParticipants(rw),
+		return handle{rw.RLock, rw.TryRLock, rw.RUnlock, rw.Reader().Err, rw.Reader().Node, rwParticipants(rw),
 			[]error{rwlock.ErrNotAcquired, rwlock.ErrLocked, rwlock.ErrNotHeld}}
 	},
 	"semaphore": func(t *testing.T, c *recipe.Client, path string) handle {

@@ -1,10 +1,44 @@
 package rwlock
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/recipe"
 )
+
+// downgrade takes the read lock while the handle holds the write lock w:
+// a read node that ignores w holds at once unless a writer is queued
+// between w and it; then the read hold rides on w instead.
+func (rw *RWLock) downgrade(ctx context.Context, w *recipe.Hold) error {
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
+	}
+	lk, err := recipe.NewLock(rw.c, rw.Path(), recipe.LockSpec{
+		Recipe:      "rwlock.read",
+		LockName:    rw.readName,
+		NotAcquired: ErrNotAcquired,
+		Queue:       []string{rw.readName, rw.writeName},
+		Driver:      readBeside(rw.writeName, w.Node()),
+	}, rw.data)
+	if err != nil {
+		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
+	}
+	h, err := lk.TryAcquire(ctx)
+	switch {
+	case errors.Is(err, recipe.ErrWouldBlock):
+		h = nil // a writer is queued behind w: ride on w
+	case err != nil:
+		return err
+	}
+	rw.mu.Lock()
+	rw.r, rw.rn = h, 1
+	rw.mu.Unlock()
+	return nil
+}
 
 // readBeside returns the read driver as seen by the holder of the write
 // node own: [driver.Read] on the queue with own left out, so that a read
