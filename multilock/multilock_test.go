@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -124,6 +125,43 @@ func TestNewRefusesBadInputWithoutIO(t *testing.T) {
 // A set of every kind, given in a scrambled order: it is taken in the
 // global order (tokens, the nodes' czxids, increase along it), Tokens
 // follow the order given to New, and Unlock leaves nothing behind.
+// A custom recipe's Lock and Handle are members like the library's
+// recipes: taken, fenced, released, and refused next to another kind.
+func TestCustomRecipeMembers(t *testing.T) {
+	srv := zktest.Shared(t)
+	c := locktest.Client(t, []string{srv.Addr()})
+	raw := zktest.Connect(t, srv.Addr())
+	base := zktest.UniquePath(t)
+	custom := func(path string) *recipe.Lock {
+		return check[*recipe.Lock](t)(recipe.NewLock(c, path, recipe.LockSpec{LockName: "lock-", Driver: driver.Mutex()}, nil))
+	}
+	lk, h := custom(base+"/a"), recipe.NewHandle(custom(base+"/b"))
+	set := newSet(t, h, lk, newMutex(t, c, base+"/c"))
+	ctx := locktest.Ctx(t, 20*time.Second)
+	if err := set.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, tok := range set.Tokens() {
+		if tok == 0 {
+			t.Errorf("member %d has no token", i)
+		}
+	}
+	if h.Token() != set.Tokens()[0] || h.Err() != nil {
+		t.Errorf("the handle member holds token %#x (Err %v), want %#x", h.Token(), h.Err(), set.Tokens()[0])
+	}
+	if err := set.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{base + "/a", base + "/b", base + "/c"} {
+		if left := locktest.Children(t, raw, p); len(left) != 0 {
+			t.Errorf("%s holds %v after Unlock", p, left)
+		}
+	}
+	if _, err := multilock.New(lk, newSem(t, c, base+"/a", 1)); !errors.Is(err, recipe.ErrMismatch) {
+		t.Errorf("a custom lock and a lease on one path: New = %v, want recipe.ErrMismatch", err)
+	}
+}
+
 func TestLockTakesEveryKindInGlobalOrder(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
