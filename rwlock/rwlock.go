@@ -176,15 +176,24 @@ func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
 		}
 		opt(&o)
 	}
-	spec := func(m Mode, name string, d driver.Driver) recipe.LockSpec {
+	spec := func(m Mode, name string) (recipe.LockSpec, error) {
+		k, _ := driver.KindNamed(name) // o.read and o.write are names of the table
+		d, err := k.Driver(0)
 		return recipe.LockSpec{Recipe: "rwlock." + m.String(), LockName: name, NotAcquired: ErrNotAcquired,
-			Queue: []string{o.read, o.write}, Driver: d, MaxHold: o.maxHold, Revocable: o.revocable}
+			Queue: k.Queue(), Driver: d, MaxHold: o.maxHold, Revocable: o.revocable}, err
 	}
-	read, err := recipe.NewLock(c, path, spec(Read, o.read, driver.Read(o.write)), o.data)
+	var read, write *recipe.Lock
+	rs, err := spec(Read, o.read)
+	if err == nil {
+		read, err = recipe.NewLock(c, path, rs, o.data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
 	}
-	write, err := recipe.NewLock(c, path, spec(Write, o.write, driver.Write()), o.data)
+	ws, err := spec(Write, o.write)
+	if err == nil {
+		write, err = recipe.NewLock(c, path, ws, o.data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
 	}
@@ -325,16 +334,11 @@ func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, fmt.Errorf("rwlock: participants of %s: %w", rw.Path(), err)
 	}
 	out := make([]Participant, len(ps))
-	writerAhead := false
 	for i, p := range ps {
 		m := Read
 		if p.LockName == rw.writeName {
 			m = Write
 		}
-		// A reader holds while no writer is ahead of it; a writer holds
-		// at the head of the queue.
-		p.Holder = (m == Read && !writerAhead) || (m == Write && i == 0)
-		writerAhead = writerAhead || m == Write
 		out[i] = Participant{Participant: p, Mode: m}
 	}
 	return out, nil
