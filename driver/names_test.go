@@ -219,3 +219,50 @@ func TestKindOf(t *testing.T) {
 		t.Errorf("LockNames() = %v", got)
 	}
 }
+
+func TestKindTable(t *testing.T) {
+	tests := []struct {
+		lockName, name string
+		queue          []string
+		// a sorted queue, and which of its nodes hold (those of this kind
+		// by the kind's driver)
+		sorted []string
+		held   []bool
+	}{
+		{"lock-", "mutex", []string{"lock-"}, []string{"lock-1", "lock-2"}, []bool{true, false}},
+		{"latch-", "latch", []string{"latch-"}, []string{"latch-1", "latch-2"}, []bool{true, false}},
+		{"read-", "read", []string{"read-", "write-"}, []string{"read-1", "read-2", "write-3", "read-4"}, []bool{true, true, false, false}},
+		{"write-", "write", []string{"read-", "write-"}, []string{"write-1", "write-2"}, []bool{true, false}},
+		{"__READ__", "read", []string{"__READ__", "__WRIT__"}, []string{"__READ__1", "__WRIT__2", "__READ__3"}, []bool{true, false, false}},
+		{"__WRIT__", "write", []string{"__READ__", "__WRIT__"}, []string{"__WRIT__1", "__WRIT__2"}, []bool{true, false}},
+		{"lease-", "lease", []string{"lease-"}, []string{"lease-1", "lease-2", "lease-3"}, []bool{true, true, false}},
+	}
+	for _, tt := range tests {
+		k, ok := KindNamed(tt.lockName)
+		if !ok || k.Name != tt.name || !slices.Equal(k.Queue(), tt.queue) {
+			t.Errorf("KindNamed(%q) = %+v (queue %v), %v; want %s, queue %v", tt.lockName, k, k.Queue(), ok, tt.name, tt.queue)
+			continue
+		}
+		d, err := k.Driver(2)
+		if err != nil {
+			t.Fatalf("%s: Driver(2): %v", tt.lockName, err)
+		}
+		for i, n := range tt.sorted {
+			if !strings.HasPrefix(n, tt.lockName) {
+				continue // judged by the other side's driver
+			}
+			if dec, err := d.Decide(tt.sorted, n); err != nil || dec.Held != tt.held[i] {
+				t.Errorf("%s driver: %s in %v holds %v (%v), want %v", tt.lockName, n, tt.sorted, dec.Held, err, tt.held[i])
+			}
+		}
+	}
+	if k, _ := KindNamed("lease-"); k.Curator != "" {
+		t.Errorf("the semaphore's nodes are not Curator's: %+v", k)
+	}
+	if k, _ := KindNamed("lease-"); func() error { _, err := k.Driver(0); return err }() == nil {
+		t.Error("lease driver without a number of leases: no error")
+	}
+	if _, ok := KindNamed("job-"); ok {
+		t.Error("KindNamed(job-) found a kind")
+	}
+}

@@ -245,20 +245,35 @@ func (e *Election) Resign(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("leader: resign: %w: nil context", recipe.ErrInvalidArgument)
 	}
-	e.mu.Lock()
-	h, cancel := e.hold, e.termCancel
-	e.hold, e.termCancel = nil, nil
-	e.mu.Unlock()
+	h := e.current()
 	if h == nil {
 		return ErrNotLeader
 	}
+	return e.resign(ctx, h)
+}
+
+// resign ends the term of h: if it is still the handle's term, the handle
+// no longer leads and Run's term context is cancelled; then h's node is
+// deleted.
+func (e *Election) resign(ctx context.Context, h *recipe.Hold) error {
+	e.mu.Lock()
+	var cancel context.CancelCauseFunc
+	if e.hold == h {
+		cancel = e.termCancel
+		e.hold, e.termCancel = nil, nil
+	}
+	e.mu.Unlock()
 	if cancel != nil {
 		cancel(ErrResigned)
 	}
-	if err := h.Release(ctx); err != nil {
-		return fmt.Errorf("leader: resign %s: %w", e.Path(), err)
+	err := h.Release(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, recipe.ErrNotHeld):
+		return ErrNotLeader
 	}
-	return nil
+	return fmt.Errorf("leader: resign %s: %w", e.Path(), err)
 }
 
 // resignTerm ends the term of h if it is still the handle's term.
@@ -271,6 +286,51 @@ func (e *Election) resignTerm(ctx context.Context, h *recipe.Hold) error {
 	e.hold, e.termCancel = nil, nil
 	e.mu.Unlock()
 	return h.Release(ctx)
+}
+
+// Take is [Election.Campaign] (wait) or [Election.TryCampaign] returning
+// the term as a [recipe.Held], so that an Election is a
+// [recipe.Acquirer]. On a handle that leads it returns the current term.
+// The term's Release resigns that term, as [Election.Resign] does, and
+// no later one: once the term is over it returns [ErrNotLeader] (or the
+// loss) without touching the handle's next term. Its Done, Err, Token and
+// Node are those of that term; it also has Suspended and Resumed.
+func (e *Election) Take(ctx context.Context, wait bool) (recipe.Held, error) {
+	h, err := e.campaign(ctx, wait)
+	if err != nil {
+		return nil, err
+	}
+	return &term{e: e, h: h}, nil
+}
+
+// term is one term of leadership, as Take returns it.
+type term struct {
+	e *Election
+	h *recipe.Hold
+}
+
+func (t *term) Done() <-chan struct{}      { return t.h.Done() }
+func (t *term) Token() int64               { return t.h.Token() }
+func (t *term) Node() string               { return t.h.Node() }
+func (t *term) Suspended() <-chan struct{} { return t.h.Suspended() }
+func (t *term) Resumed() <-chan struct{}   { return t.h.Resumed() }
+
+func (t *term) Err() error {
+	err := t.h.Err()
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, recipe.ErrNotHeld):
+		return ErrNotLeader
+	}
+	return fmt.Errorf("leader %s: %w", t.e.Path(), err)
+}
+
+func (t *term) Release(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("leader: resign: %w: nil context", recipe.ErrInvalidArgument)
+	}
+	return t.e.resign(ctx, t.h)
 }
 
 // current returns the hold of the current term, if any.

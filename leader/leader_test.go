@@ -558,3 +558,49 @@ func TestRunTwice(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 }
+
+// Take campaigns and returns the term; the term's Release resigns that
+// term and no later one.
+func TestTakeTerm(t *testing.T) {
+	srv := zktest.Shared(t)
+	path := zktest.UniquePath(t)
+	ctx := locktest.Ctx(t, 30*time.Second)
+	e := newElection(t, locktest.Client(t, []string{srv.Addr()}), path)
+	other := newElection(t, locktest.Client(t, []string{srv.Addr()}), path)
+
+	first, err := e.Take(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Err() != nil || first.Token() != e.Token() || first.Node() != e.Node() || locktest.Closed(first.Done()) {
+		t.Fatalf("term: Err %v, token %d node %s; handle: token %d node %s", first.Err(), first.Token(), first.Node(), e.Token(), e.Node())
+	}
+	if again, err := e.Take(ctx, false); err != nil || again.Node() != first.Node() {
+		t.Fatalf("Take while leading = %v, %v; want the same term", again, err)
+	}
+	if _, err := other.Take(ctx, false); !errors.Is(err, leader.ErrLeaderElsewhere) || !errors.Is(err, recipe.ErrWouldBlock) {
+		t.Fatalf("Take(wait=false) elsewhere = %v, want ErrLeaderElsewhere", err)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e.IsLeader() || !locktest.Closed(first.Done()) || !errors.Is(first.Err(), leader.ErrNotLeader) {
+		t.Fatalf("after the term's Release: IsLeader %v, term Err %v", e.IsLeader(), first.Err())
+	}
+	second, err := e.Take(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Release(ctx); !errors.Is(err, leader.ErrNotLeader) {
+		t.Fatalf("second Release of the first term = %v, want ErrNotLeader", err)
+	}
+	if !e.IsLeader() || second.Err() != nil {
+		t.Fatal("releasing an old term resigned the next one")
+	}
+	if err := e.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(second.Err(), leader.ErrNotLeader) {
+		t.Fatalf("term Err after Resign = %v, want ErrNotLeader", second.Err())
+	}
+}

@@ -1,12 +1,13 @@
 // Package multilock takes a set of locks all or none: any mix of mutexes,
-// read or write locks of read/write locks, and semaphore leases, on any
-// number of paths (and clients). It is built only on the public API of
-// packages mutex, rwlock, semaphore and recipe.
+// read or write locks of read/write locks, semaphore leases and custom
+// recipes' locks (anything that is a [recipe.Acquirer]), on any number of
+// paths (and clients). It is built only on the public API of packages
+// mutex, rwlock, semaphore and recipe.
 //
 //	set, err := multilock.New(
-//		multilock.Mutex(orders),       // *mutex.Mutex
-//		multilock.Read(catalog),       // read lock of an *rwlock.RWLock
-//		multilock.Lease(connections),  // one lease of a *semaphore.Semaphore
+//		orders,           // *mutex.Mutex
+//		catalog.Reader(), // read side of an *rwlock.RWLock
+//		connections,      // one lease of a *semaphore.Semaphore
 //	)
 //	if err != nil { ... }
 //	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -18,7 +19,8 @@
 // # Order
 //
 // Lock takes the members one at a time in one global order: by path (byte
-// order of the strings), then by [Kind] (mutex, write, read, lease). The
+// order of the strings), then by kind (mutex, write, read, lease, any other
+// [recipe.Acquirer]). The
 // order does not depend on the order of the arguments of [New], so every
 // process asking for overlapping sets takes the locks they share in the
 // same order. A process waiting for a member then holds only members

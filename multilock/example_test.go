@@ -41,7 +41,7 @@ func Example() {
 	catalog, _ := rwlock.New(client, "/examples/multilock/catalog")
 	conns, _ := semaphore.New(client, "/examples/multilock/connections", 3)
 
-	set, err := multilock.New(multilock.Mutex(to), multilock.Mutex(from), multilock.Read(catalog), multilock.Lease(conns))
+	set, err := multilock.New(to, from, catalog.Reader(), conns)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	for i, mb := range set.Members() {
-		fmt.Printf("%s held, token > 0: %v\n", mb.Kind(), set.Tokens()[i] > 0)
+		fmt.Printf("%s held, token > 0: %v\n", mb.Path(), set.Tokens()[i] > 0)
 	}
 
 	// Do the work, stopping if any member is lost.
@@ -72,10 +72,10 @@ func Example() {
 	}
 	fmt.Println("released all")
 	// Output:
-	// mutex held, token > 0: true
-	// mutex held, token > 0: true
-	// read held, token > 0: true
-	// lease held, token > 0: true
+	// /examples/multilock/warehouse-b held, token > 0: true
+	// /examples/multilock/warehouse-a held, token > 0: true
+	// /examples/multilock/catalog held, token > 0: true
+	// /examples/multilock/connections held, token > 0: true
 	// released all
 }
 
@@ -89,7 +89,7 @@ func ExampleSet_TryLock() {
 	holder, _ := mutex.New(a, "/examples/multilock/trylock/y")
 	x, _ := mutex.New(b, "/examples/multilock/trylock/x")
 	y, _ := mutex.New(b, "/examples/multilock/trylock/y")
-	set, _ := multilock.New(multilock.Mutex(x), multilock.Mutex(y))
+	set, _ := multilock.New(x, y)
 
 	_ = holder.Lock(ctx)
 	err := set.TryLock(ctx)

@@ -2,150 +2,93 @@ package multilock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 )
 
-// Kind is what a [Member] takes: a mutex, the write or the read lock of a
-// read/write lock, or one lease of a semaphore. Kinds are ordered as
-// declared; the order breaks ties between members on one path.
-type Kind uint8
+// kind ranks a member among the members on one path: a set takes them in
+// this order. The library's recipes are known by their type; any other
+// [recipe.Acquirer] (a custom recipe's Lock or Handle) is a lock.
+type kind uint8
 
-// The kinds of member, in the order a [Set] takes them on one path.
 const (
-	KindMutex Kind = iota + 1
-	KindWrite
-	KindRead
-	KindLease
+	kindMutex kind = iota + 1
+	kindWrite
+	kindRead
+	kindLease
+	kindLock
 )
 
-// String returns "mutex", "write", "read" or "lease".
-func (k Kind) String() string {
-	switch k {
-	case KindMutex:
-		return "mutex"
-	case KindWrite:
-		return "write"
-	case KindRead:
-		return "read"
-	case KindLease:
-		return "lease"
+func (k kind) String() string {
+	return [...]string{"?", "mutex", "write", "read", "lease", "lock"}[k]
+}
+
+// kindOf returns what a takes, and whether a is a nil handle.
+func kindOf(a recipe.Acquirer) (k kind, isNil bool) {
+	switch a := a.(type) {
+	case nil:
+		return kindLock, true
+	case *mutex.Mutex:
+		return kindMutex, a == nil
+	case *semaphore.Semaphore:
+		return kindLease, a == nil
+	case *rwlock.Side:
+		if a == nil {
+			return kindRead, true
+		}
+		if a.Mode() == rwlock.Write {
+			return kindWrite, false
+		}
+		return kindRead, false
 	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
+	return kindLock, false
 }
 
-// Member is one lock of a [Set]: a handle and what to take from it. Make
-// one with [Mutex], [Write], [Read] or [Lease]; the zero Member is refused
-// by [New].
-type Member struct {
-	kind Kind
-	m    *mutex.Mutex
-	rw   *rwlock.RWLock
-	s    *semaphore.Semaphore
+// describe returns a member's kind and path, such as "write /locks/catalog".
+func describe(a recipe.Acquirer) string {
+	k, isNil := kindOf(a)
+	if isNil {
+		return k.String() + " (nil)"
+	}
+	return k.String() + " " + a.Path()
 }
 
-// Mutex is the member that locks m.
-func Mutex(m *mutex.Mutex) Member { return Member{kind: KindMutex, m: m} }
-
-// Write is the member that takes the write lock of rw.
-func Write(rw *rwlock.RWLock) Member { return Member{kind: KindWrite, rw: rw} }
-
-// Read is the member that takes the read lock of rw.
-func Read(rw *rwlock.RWLock) Member { return Member{kind: KindRead, rw: rw} }
-
-// Lease is the member that takes one lease of s.
-func Lease(s *semaphore.Semaphore) Member { return Member{kind: KindLease, s: s} }
-
-// Kind returns what the member takes.
-func (mb Member) Kind() Kind { return mb.kind }
-
-// Path returns the path of the member's lock, "" for a member made from a
-// nil handle.
-func (mb Member) Path() string {
+// compatible reports why a and b, members on one path in acquire order,
+// cannot be held together. Only the write and the read side of one
+// read/write lock handle can.
+func compatible(a, b recipe.Acquirer) error {
+	ka, _ := kindOf(a)
+	kb, _ := kindOf(b)
 	switch {
-	case mb.m != nil:
-		return mb.m.Path()
-	case mb.rw != nil:
-		return mb.rw.Path()
-	case mb.s != nil:
-		return mb.s.Path()
+	case a == b || ka == kb:
+		return errors.New("the same lock twice")
+	case ka == kindWrite && kb == kindRead && a.(*rwlock.Side).RWLock() == b.(*rwlock.Side).RWLock():
+		return nil
+	case ka == kindWrite && kb == kindRead:
+		return errors.New("a write and a read lock of different handles on one path would wait for each other")
+	default:
+		return fmt.Errorf("%w: a %s and a %s on one path", recipe.ErrMismatch, ka, kb)
 	}
-	return ""
 }
 
-// String returns the member's kind and path, such as "write /locks/catalog".
-func (mb Member) String() string { return mb.kind.String() + " " + mb.Path() }
-
-// handle returns the member's handle, nil if it has none.
-func (mb Member) handle() any {
-	switch {
-	case mb.m != nil:
-		return mb.m
-	case mb.rw != nil:
-		return mb.rw
-	case mb.s != nil:
-		return mb.s
-	}
-	return nil
-}
-
-// check reports what is wrong with the member itself.
-func (mb Member) check() error {
-	if mb.kind < KindMutex || mb.kind > KindLease {
-		return fmt.Errorf("the zero Member (make members with Mutex, Write, Read or Lease)")
-	}
-	if mb.handle() == nil {
-		return fmt.Errorf("%s member with a nil handle", mb.kind)
-	}
-	return nil
-}
-
-// held is one member while the set holds it. Done, err and token are
-// those of the member's hold at the moment it was taken.
+// held is one member while the set holds it. Done and token are those of
+// the member's hold at the moment it was taken.
 type held struct {
-	done    <-chan struct{}
-	err     func() error
-	token   int64
-	release func(ctx context.Context) error
+	recipe.Held
+	done  <-chan struct{}
+	token int64
 }
 
-// take acquires the member, waiting (wait) or looking once.
-func (mb Member) take(ctx context.Context, wait bool) (held, error) {
-	switch mb.kind {
-	case KindMutex:
-		m := mb.m
-		if err := pick(wait, m.Lock, m.TryLock)(ctx); err != nil {
-			return held{}, err
-		}
-		return held{m.Done(), m.Err, m.Token(), m.Unlock}, nil
-	case KindWrite:
-		rw := mb.rw
-		if err := pick(wait, rw.Lock, rw.TryLock)(ctx); err != nil {
-			return held{}, err
-		}
-		return held{rw.Done(), rw.Err, rw.Token(), rw.Unlock}, nil
-	case KindRead:
-		rw := mb.rw
-		if err := pick(wait, rw.RLock, rw.TryRLock)(ctx); err != nil {
-			return held{}, err
-		}
-		return held{rw.RDone(), rw.RErr, rw.RToken(), rw.RUnlock}, nil
-	default: // KindLease; New admits no other
-		l, err := pick(wait, mb.s.Acquire, mb.s.TryAcquire)(ctx)
-		if err != nil {
-			return held{}, err
-		}
-		return held{l.Done(), l.Err, l.Token(), l.Release}, nil
+// take acquires the member a, waiting (wait) or looking once.
+func take(ctx context.Context, a recipe.Acquirer, wait bool) (held, error) {
+	h, err := a.Take(ctx, wait)
+	if err != nil {
+		return held{}, err
 	}
-}
-
-// pick returns wait's form when waiting, try's otherwise.
-func pick[F any](wait bool, waitForm, tryForm F) F {
-	if wait {
-		return waitForm
-	}
-	return tryForm
+	return held{h, h.Done(), h.Token()}, nil
 }

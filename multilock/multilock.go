@@ -51,14 +51,14 @@ type MemberError struct {
 	// Index is the member's position in the arguments of [New].
 	Index int
 	// Member is the member itself.
-	Member Member
+	Member recipe.Acquirer
 	// Err is the member's own error.
 	Err error
 }
 
 // Error returns the member's position, kind and path, and its error.
 func (e *MemberError) Error() string {
-	return fmt.Sprintf("member %d (%s): %v", e.Index, e.Member, e.Err)
+	return fmt.Sprintf("member %d (%s): %v", e.Index, describe(e.Member), e.Err)
 }
 
 // Unwrap returns the member's own error.
@@ -75,8 +75,8 @@ const releaseGrace = 500 * time.Millisecond
 // only counts, without I/O, and the members are released when Unlock has
 // been called as many times. A Set is safe for concurrent use.
 type Set struct {
-	members []Member // in the order given to New
-	order   []int    // indices into members, in the order they are taken
+	members []recipe.Acquirer // in the order given to New
+	order   []int             // indices into members, in the order they are taken
 	sem     chan struct{}
 
 	mu    sync.Mutex
@@ -94,23 +94,26 @@ type holding struct {
 }
 
 // New returns a set of the given members, taken all or none by
-// [Set.Lock]. It checks its input and does no I/O: no member, the zero
-// Member or one made from a nil handle, two members of the same kind on one
-// path, or two members on one path that cannot be held together give an
-// error wrapping recipe.ErrInvalidArgument. A read and the write lock of
-// one path may be members together only when they are of one [rwlock.RWLock]
-// handle (the write lock is taken first, then the read lock, which the
-// writer's downgrade rule grants at once); other kinds never share a path,
-// and such an error also wraps recipe.ErrMismatch.
+// [Set.Lock]. A member is anything a [recipe.Acquirer] is: a
+// [mutex.Mutex], a side of a read/write lock ([rwlock.RWLock.Writer],
+// [rwlock.RWLock.Reader]), a [semaphore.Semaphore] (one lease), or a custom
+// recipe's [recipe.Lock] or [recipe.Handle]. It checks its input and does
+// no I/O: no member, a nil one, two members of the same kind on one path,
+// or two members on one path that cannot be held together give an error
+// wrapping recipe.ErrInvalidArgument. A read and the write lock of one path
+// may be members together only when they are the two sides of one
+// [rwlock.RWLock] handle (the write lock is taken first, then the read
+// lock, which the writer's downgrade rule grants at once); other kinds
+// never share a path, and such an error also wraps recipe.ErrMismatch.
 //
 // The members may use different clients.
-func New(members ...Member) (*Set, error) {
+func New(members ...recipe.Acquirer) (*Set, error) {
 	if len(members) == 0 {
 		return nil, fmt.Errorf("multilock: %w: no members", recipe.ErrInvalidArgument)
 	}
 	for i, mb := range members {
-		if err := mb.check(); err != nil {
-			return nil, fmt.Errorf("multilock: %w: member %d: %w", recipe.ErrInvalidArgument, i, err)
+		if k, isNil := kindOf(mb); isNil {
+			return nil, fmt.Errorf("multilock: %w: member %d: a nil %s", recipe.ErrInvalidArgument, i, k)
 		}
 	}
 	order := make([]int, len(members))
@@ -118,7 +121,9 @@ func New(members ...Member) (*Set, error) {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Or(cmp.Compare(members[a].Path(), members[b].Path()), cmp.Compare(members[a].kind, members[b].kind))
+		ka, _ := kindOf(members[a])
+		kb, _ := kindOf(members[b])
+		return cmp.Or(cmp.Compare(members[a].Path(), members[b].Path()), cmp.Compare(ka, kb))
 	})
 	for k := 1; k < len(order); k++ {
 		a, b := order[k-1], order[k]
@@ -127,7 +132,7 @@ func New(members ...Member) (*Set, error) {
 		}
 		if err := compatible(members[a], members[b]); err != nil {
 			return nil, fmt.Errorf("multilock: %w: members %d (%s) and %d (%s): %w",
-				recipe.ErrInvalidArgument, a, members[a], b, members[b], err)
+				recipe.ErrInvalidArgument, a, describe(members[a]), b, describe(members[b]), err)
 		}
 	}
 	return &Set{
@@ -137,27 +142,12 @@ func New(members ...Member) (*Set, error) {
 	}, nil
 }
 
-// compatible reports why a and b, members on one path in acquire order,
-// cannot be held together. Only a write and a read of one handle can.
-func compatible(a, b Member) error {
-	switch {
-	case a.kind == b.kind:
-		return errors.New("the same lock twice")
-	case a.kind == KindWrite && b.kind == KindRead && a.rw == b.rw:
-		return nil
-	case a.kind == KindWrite && b.kind == KindRead:
-		return errors.New("a write and a read lock of different handles on one path would wait for each other")
-	default:
-		return fmt.Errorf("%w: a %s and a %s on one path", recipe.ErrMismatch, a.kind, b.kind)
-	}
-}
-
 // Members returns the set's members, in the order given to [New].
-func (s *Set) Members() []Member { return slices.Clone(s.members) }
+func (s *Set) Members() []recipe.Acquirer { return slices.Clone(s.members) }
 
 // Lock takes every member, one by one in the global order (by path, then by
-// [Kind]), each waiting in its own line as its recipe does, until all are
-// held or ctx ends. A deadline on ctx is the timeout for the whole set. If
+// kind: mutex, write, read, lease, other), each waiting in its own line as
+// its recipe does, until all are held or ctx ends. A deadline on ctx is the timeout for the whole set. If
 // the set already holds, Lock only increments its hold count, without I/O.
 //
 // On failure nothing is held: the members already taken have been
@@ -201,7 +191,7 @@ func (s *Set) lock(ctx context.Context, wait bool) error {
 
 	parts := make([]held, len(s.members))
 	for n, i := range s.order {
-		p, err := s.members[i].take(ctx, wait)
+		p, err := take(ctx, s.members[i], wait)
 		if err != nil {
 			label := ErrNotAcquired
 			if errors.Is(err, recipe.ErrWouldBlock) {
@@ -261,7 +251,7 @@ func (h *holding) unwatch() {
 func (s *Set) lost(h *holding) error {
 	var errs []error
 	for i, p := range h.parts {
-		if err := p.err(); err != nil {
+		if err := p.Err(); err != nil {
 			errs = append(errs, &MemberError{i, s.members[i], err})
 		}
 	}
@@ -291,7 +281,7 @@ func releaseOne(ctx context.Context, p held) error {
 		defer cancel()
 		ctx = gctx
 	}
-	return p.release(ctx)
+	return p.Release(ctx)
 }
 
 // Unlock undoes one Lock. When the hold count reaches zero it releases

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -42,7 +43,7 @@ func newSem(t testing.TB, c *recipe.Client, path string, n int) *semaphore.Semap
 	return check[*semaphore.Semaphore](t)(semaphore.New(c, path, n))
 }
 
-func newSet(t testing.TB, members ...multilock.Member) *multilock.Set {
+func newSet(t testing.TB, members ...recipe.Acquirer) *multilock.Set {
 	return check[*multilock.Set](t)(multilock.New(members...))
 }
 
@@ -79,19 +80,19 @@ func TestNewRefusesBadInputWithoutIO(t *testing.T) {
 
 	for _, tc := range []struct {
 		name     string
-		members  []multilock.Member
+		members  []recipe.Acquirer
 		mismatch bool
 	}{
 		{"no members", nil, false},
-		{"zero member", []multilock.Member{multilock.Mutex(m), {}}, false},
-		{"nil mutex", []multilock.Member{multilock.Mutex(nil)}, false},
-		{"nil rwlock", []multilock.Member{multilock.Read(nil)}, false},
-		{"nil semaphore", []multilock.Member{multilock.Lease(nil)}, false},
-		{"same mutex twice", []multilock.Member{multilock.Mutex(m), multilock.Mutex(m)}, false},
-		{"two mutex handles on one path", []multilock.Member{multilock.Mutex(m), multilock.Mutex(m2)}, false},
-		{"two reads on one path", []multilock.Member{multilock.Read(rw), multilock.Read(rw2)}, false},
-		{"write and read of two handles", []multilock.Member{multilock.Read(rw2), multilock.Write(rw)}, false},
-		{"mutex and lease on one path", []multilock.Member{multilock.Lease(s), multilock.Mutex(m)}, true},
+		{"nil member", []recipe.Acquirer{m, nil}, false},
+		{"nil mutex", []recipe.Acquirer{(*mutex.Mutex)(nil)}, false},
+		{"nil rwlock side", []recipe.Acquirer{(*rwlock.Side)(nil)}, false},
+		{"nil semaphore", []recipe.Acquirer{(*semaphore.Semaphore)(nil)}, false},
+		{"same mutex twice", []recipe.Acquirer{m, m}, false},
+		{"two mutex handles on one path", []recipe.Acquirer{m, m2}, false},
+		{"two reads on one path", []recipe.Acquirer{rw.Reader(), rw2.Reader()}, false},
+		{"write and read of two handles", []recipe.Acquirer{rw2.Reader(), rw.Writer()}, false},
+		{"mutex and lease on one path", []recipe.Acquirer{s, m}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set, err := multilock.New(tc.members...)
@@ -104,7 +105,7 @@ func TestNewRefusesBadInputWithoutIO(t *testing.T) {
 		})
 	}
 
-	set := newSet(t, multilock.Read(rw), multilock.Write(rw))
+	set := newSet(t, rw.Reader(), rw.Writer())
 	//lint:ignore SA1012 a nil context is what is being tested
 	if err := set.Lock(nil); !errors.Is(err, recipe.ErrInvalidArgument) || !errors.Is(err, multilock.ErrNotAcquired) {
 		t.Errorf("Lock(nil) = %v", err)
@@ -124,6 +125,43 @@ func TestNewRefusesBadInputWithoutIO(t *testing.T) {
 // A set of every kind, given in a scrambled order: it is taken in the
 // global order (tokens, the nodes' czxids, increase along it), Tokens
 // follow the order given to New, and Unlock leaves nothing behind.
+// A custom recipe's Lock and Handle are members like the library's
+// recipes: taken, fenced, released, and refused next to another kind.
+func TestCustomRecipeMembers(t *testing.T) {
+	srv := zktest.Shared(t)
+	c := locktest.Client(t, []string{srv.Addr()})
+	raw := zktest.Connect(t, srv.Addr())
+	base := zktest.UniquePath(t)
+	custom := func(path string) *recipe.Lock {
+		return check[*recipe.Lock](t)(recipe.NewLock(c, path, recipe.LockSpec{LockName: "lock-", Driver: driver.Mutex()}, nil))
+	}
+	lk, h := custom(base+"/a"), recipe.NewHandle(custom(base+"/b"))
+	set := newSet(t, h, lk, newMutex(t, c, base+"/c"))
+	ctx := locktest.Ctx(t, 20*time.Second)
+	if err := set.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, tok := range set.Tokens() {
+		if tok == 0 {
+			t.Errorf("member %d has no token", i)
+		}
+	}
+	if h.Token() != set.Tokens()[0] || h.Err() != nil {
+		t.Errorf("the handle member holds token %#x (Err %v), want %#x", h.Token(), h.Err(), set.Tokens()[0])
+	}
+	if err := set.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{base + "/a", base + "/b", base + "/c"} {
+		if left := locktest.Children(t, raw, p); len(left) != 0 {
+			t.Errorf("%s holds %v after Unlock", p, left)
+		}
+	}
+	if _, err := multilock.New(lk, newSem(t, c, base+"/a", 1)); !errors.Is(err, recipe.ErrMismatch) {
+		t.Errorf("a custom lock and a lease on one path: New = %v, want recipe.ErrMismatch", err)
+	}
+}
+
 func TestLockTakesEveryKindInGlobalOrder(t *testing.T) {
 	srv := zktest.Shared(t)
 	c := locktest.Client(t, []string{srv.Addr()})
@@ -135,7 +173,7 @@ func TestLockTakesEveryKindInGlobalOrder(t *testing.T) {
 	s := newSem(t, c, pc, 2)
 	rd := newRW(t, c, pd)
 	// Given: d read, c lease, b read, a mutex, b write.
-	set := newSet(t, multilock.Read(rd), multilock.Lease(s), multilock.Read(rw), multilock.Mutex(m), multilock.Write(rw))
+	set := newSet(t, rd.Reader(), s, rw.Reader(), m, rw.Writer())
 	ctx := locktest.Ctx(t, 20*time.Second)
 
 	if err := set.Lock(ctx); err != nil {
@@ -148,7 +186,7 @@ func TestLockTakesEveryKindInGlobalOrder(t *testing.T) {
 		t.Fatal("Done closed while held")
 	}
 	tok := set.Tokens()
-	want := []int64{rd.RToken(), 0, rw.RToken(), m.Token(), rw.Token()}
+	want := []int64{rd.Reader().Token(), 0, rw.Reader().Token(), m.Token(), rw.Token()}
 	for i, w := range want {
 		if w != 0 && tok[i] != w {
 			t.Errorf("Tokens()[%d] = %#x, want the member's %#x", i, tok[i], w)
@@ -187,7 +225,7 @@ func TestReentrancy(t *testing.T) {
 	base := zktest.UniquePath(t)
 	m := newMutex(t, c, base+"/a")
 	s := newSem(t, c, base+"/b", 3)
-	set := newSet(t, multilock.Mutex(m), multilock.Lease(s))
+	set := newSet(t, m, s)
 	ctx := locktest.Ctx(t, 20*time.Second)
 
 	t.Run("set", func(t *testing.T) {
@@ -243,7 +281,7 @@ func TestReentrancy(t *testing.T) {
 
 	t.Run("upgrade refused", func(t *testing.T) {
 		rw := newRW(t, c, base+"/c")
-		up := newSet(t, multilock.Mutex(m), multilock.Write(rw))
+		up := newSet(t, m, rw.Writer())
 		if err := rw.RLock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +289,7 @@ func TestReentrancy(t *testing.T) {
 		if !errors.Is(err, rwlock.ErrUpgrade) || !errors.Is(err, multilock.ErrNotAcquired) {
 			t.Fatalf("Lock = %v, want ErrUpgrade and ErrNotAcquired", err)
 		}
-		if me := memberErr(t, err); me.Index != 1 || me.Member.Kind() != multilock.KindWrite {
+		if me := memberErr(t, err); me.Index != 1 || me.Member.(*rwlock.Side).Mode() != rwlock.Write {
 			t.Errorf("failed member = %d (%s), want 1 (write)", me.Index, me.Member)
 		}
 		empty(t, raw, base+"/a")
@@ -271,9 +309,9 @@ func TestTryLock(t *testing.T) {
 	base := zktest.UniquePath(t)
 	pa, pb, pc := base+"/a", base+"/b", base+"/c"
 	set := newSet(t,
-		multilock.Lease(newSem(t, c, pc, 1)),
-		multilock.Mutex(newMutex(t, c, pa)),
-		multilock.Write(newRW(t, c, pb)),
+		newSem(t, c, pc, 1),
+		newMutex(t, c, pa),
+		newRW(t, c, pb).Writer(),
 	)
 	holder := newRW(t, other, pb)
 	ctx := locktest.Ctx(t, 20*time.Second)
@@ -321,7 +359,7 @@ func TestContextEndsMidway(t *testing.T) {
 	ma := newMutex(t, c, pa)
 	s := newSem(t, c, pb, 2)
 	mc := newMutex(t, c, pc)
-	set := newSet(t, multilock.Mutex(mc), multilock.Lease(s), multilock.Mutex(ma))
+	set := newSet(t, mc, s, ma)
 	// Both leases of b are held elsewhere: the set takes a, then waits on b.
 	holder := newSem(t, other, pb, 2)
 	leases := check[[]*semaphore.Lease](t)(holder.AcquireN(locktest.Ctx(t, 20*time.Second), 2))
@@ -396,9 +434,9 @@ func TestLosingOneMemberFiresDone(t *testing.T) {
 	base := zktest.UniquePath(t)
 	pa, pb, pc := base+"/a", base+"/b", base+"/c"
 	set := newSet(t,
-		multilock.Mutex(newMutex(t, c, pa)),
-		multilock.Read(newRW(t, c, pb)),
-		multilock.Lease(newSem(t, c, pc, 2)),
+		newMutex(t, c, pa),
+		newRW(t, c, pb).Reader(),
+		newSem(t, c, pc, 2),
 	)
 	ctx := locktest.Ctx(t, 20*time.Second)
 	if err := set.Lock(ctx); err != nil {
@@ -422,7 +460,7 @@ func TestLosingOneMemberFiresDone(t *testing.T) {
 	if !errors.Is(err, multilock.ErrLost) || !errors.Is(err, recipe.ErrNodeDeleted) {
 		t.Fatalf("Err = %v, want ErrLost and ErrNodeDeleted", err)
 	}
-	if me := memberErr(t, err); me.Index != 1 || me.Member.Path() != pb || me.Member.Kind() != multilock.KindRead {
+	if me := memberErr(t, err); me.Index != 1 || me.Member.Path() != pb || me.Member.(*rwlock.Side).Mode() != rwlock.Read {
 		t.Errorf("lost member = %d (%s), want 1 (read %s)", me.Index, me.Member, pb)
 	}
 	t.Logf("Err: %v", err)
@@ -450,7 +488,7 @@ func TestMemberLostWhileWaiting(t *testing.T) {
 	base := zktest.UniquePath(t)
 	pa, pb := base+"/a", base+"/b"
 	ma, mb := newMutex(t, c, pa), newMutex(t, c, pb)
-	set := newSet(t, multilock.Mutex(mb), multilock.Mutex(ma))
+	set := newSet(t, mb, ma)
 	holder := newMutex(t, other, pb)
 	ctx := locktest.Ctx(t, 20*time.Second)
 	if err := holder.Lock(ctx); err != nil {

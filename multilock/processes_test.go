@@ -18,8 +18,9 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/faults"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
-	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -130,9 +131,9 @@ func TestRandomSetsAcrossProcesses(t *testing.T) {
 		}
 		mode := faults.Exclusive
 		switch r.Kind {
-		case multilock.KindRead.String():
+		case "read":
 			mode = faults.Shared
-		case multilock.KindLease.String():
+		case "lease":
 			mode = faults.Lease
 		}
 		kinds[r.Kind]++
@@ -199,23 +200,23 @@ func TestRandomSetsChild(t *testing.T) {
 	defer out.Flush()
 
 	for cycle := range cycles {
-		var members []multilock.Member
+		var members []recipe.Acquirer
 		for _, i := range rng.Perm(len(paths))[:3] {
 			switch i {
 			case 0:
-				members = append(members, multilock.Mutex(m1))
+				members = append(members, m1)
 			case 1:
-				members = append(members, multilock.Mutex(m2))
+				members = append(members, m2)
 			case 2:
 				if rng.IntN(2) == 0 {
-					members = append(members, multilock.Read(rw))
+					members = append(members, rw.Reader())
 				} else {
-					members = append(members, multilock.Write(rw))
+					members = append(members, rw.Writer())
 				}
 			case 3:
-				members = append(members, multilock.Lease(sem))
+				members = append(members, sem)
 			case 4:
-				members = append(members, multilock.Mutex(m3))
+				members = append(members, m3)
 			}
 		}
 		set := newSet(t, members...)
@@ -238,7 +239,7 @@ func TestRandomSetsChild(t *testing.T) {
 			t.Fatalf("cycle %d: lost %v, Unlock: %v", cycle, lost, err)
 		}
 		for k, mb := range members {
-			line, _ := json.Marshal(holdRecord{Worker: spec.ID, Path: mb.Path(), Kind: mb.Kind().String(), Start: start, End: end, Token: tokens[k], Wait: start.Sub(called)})
+			line, _ := json.Marshal(holdRecord{Worker: spec.ID, Path: mb.Path(), Kind: kindName(mb), Start: start, End: end, Token: tokens[k], Wait: start.Sub(called)})
 			fmt.Fprintf(out, "%s%s\n", recordPrefix, line)
 		}
 	}
@@ -255,4 +256,15 @@ func TestRandomSetsChild(t *testing.T) {
 			}
 		}
 	}
+}
+
+// kindName names what member a takes: "mutex", "read", "write" or "lease".
+func kindName(a recipe.Acquirer) string {
+	switch a := a.(type) {
+	case *rwlock.Side:
+		return a.Mode().String()
+	case *semaphore.Semaphore:
+		return "lease"
+	}
+	return "mutex"
 }

@@ -2,9 +2,7 @@ package mutex
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/driver"
@@ -86,13 +84,14 @@ func Revoke(ctx context.Context, c *recipe.Client, path, node string) error {
 // and the lock is released when Unlock has been called as many times. A
 // handle is safe for concurrent use, but goroutines that must exclude each
 // other need handles of their own.
+//
+// Mutex is a [recipe.Handle]: Done, Err, Token, Node, Revoked, Suspended
+// and Resumed report on the lock it holds (Err returns [ErrNotHeld] and
+// Token 0 when it holds nothing), and Take and Release are Lock (or
+// TryLock) and Unlock for code that takes any [recipe.Acquirer].
 type Mutex struct {
-	lk   *recipe.Lock
-	turn recipe.Turn // serialises Lock and Unlock on this handle
-
-	mu    sync.Mutex
-	hold  *recipe.Hold
-	count int
+	*recipe.Handle
+	lk *recipe.Lock
 }
 
 // New returns a handle on the mutex at path, a ZooKeeper path whose
@@ -110,6 +109,8 @@ func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
 		Recipe:      "mutex",
 		LockName:    LockName,
 		NotAcquired: ErrNotAcquired,
+		WouldBlock:  ErrLocked,
+		NotHeld:     ErrNotHeld,
 		Driver:      driver.Mutex(),
 		MaxHold:     o.maxHold,
 		Revocable:   o.revocable,
@@ -117,11 +118,8 @@ func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	return &Mutex{lk: lk}, nil
+	return &Mutex{Handle: recipe.NewHandle(lk), lk: lk}, nil
 }
-
-// Path returns the mutex's path.
-func (m *Mutex) Path() string { return m.lk.Path() }
 
 // Lock acquires the mutex, waiting in line (first come, first served) until
 // it is free or ctx ends. A deadline on ctx is the timeout. If the handle
@@ -132,47 +130,12 @@ func (m *Mutex) Path() string { return m.lk.Path() }
 // error wraps [ErrNotAcquired] and the cause, such as ctx.Err(). Lock on a
 // handle whose lock was lost fails with an error wrapping [ErrLost]; call
 // Unlock first.
-func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
+func (m *Mutex) Lock(ctx context.Context) error { _, err := m.Take(ctx, true); return err }
 
 // TryLock acquires the mutex if it is free, looking once without waiting.
 // It returns an error wrapping [ErrLocked] when another session holds it
 // (the node it queued with is deleted again). Reentrant like [Mutex.Lock].
-func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
-
-func (m *Mutex) lock(ctx context.Context, wait bool) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
-	}
-	if err := m.turn.Take(ctx); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotAcquired, err)
-	}
-	defer m.turn.Give()
-	m.mu.Lock()
-	if h := m.hold; h != nil {
-		defer m.mu.Unlock()
-		if err := h.Err(); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrNotAcquired, m.Path(), err)
-		}
-		m.count++
-		return nil
-	}
-	m.mu.Unlock()
-	acquire := m.lk.Acquire
-	if !wait {
-		acquire = m.lk.TryAcquire
-	}
-	h, err := acquire(ctx)
-	if errors.Is(err, recipe.ErrWouldBlock) {
-		return fmt.Errorf("%w: %s", ErrLocked, m.Path())
-	}
-	if err != nil {
-		return err
-	}
-	m.mu.Lock()
-	m.hold, m.count = h, 1
-	m.mu.Unlock()
-	return nil
-}
+func (m *Mutex) TryLock(ctx context.Context) error { _, err := m.Take(ctx, false); return err }
 
 // Unlock undoes one Lock. When the hold count reaches zero it deletes the
 // node (retrying connection loss until ctx ends) and the handle holds
@@ -186,119 +149,7 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 // an error wrapping [ErrLost] and the reason. If ctx ends before the node is
 // deleted, the deletion goes on in the background while the session lives
 // and the error wraps ctx.Err().
-func (m *Mutex) Unlock(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("mutex: unlock: %w: nil context", recipe.ErrInvalidArgument)
-	}
-	if err := m.turn.Take(ctx); err != nil {
-		return fmt.Errorf("mutex: unlock %s: %w", m.Path(), err)
-	}
-	defer m.turn.Give()
-	m.mu.Lock()
-	h := m.hold
-	if h == nil {
-		m.mu.Unlock()
-		return ErrNotHeld
-	}
-	m.count--
-	if m.count > 0 {
-		m.mu.Unlock()
-		return nil
-	}
-	m.hold = nil
-	m.mu.Unlock()
-	if err := h.Release(ctx); err != nil {
-		return fmt.Errorf("mutex: unlock %s: %w", m.Path(), err)
-	}
-	return nil
-}
-
-// current returns the hold, if any.
-func (m *Mutex) current() *recipe.Hold {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.hold
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// Done returns a channel that is closed when the lock held by this handle is
-// lost (session expired, node deleted by someone else, connection silent past
-// the safe window, client closed) or released. When nothing is held it
-// returns a closed channel.
-func (m *Mutex) Done() <-chan struct{} {
-	if h := m.current(); h != nil {
-		return h.Done()
-	}
-	return closedChan
-}
-
-// Err returns nil while the lock is held and in force; an error wrapping
-// [ErrLost] and the reason once it was lost; [ErrNotHeld] when the handle
-// holds nothing.
-func (m *Mutex) Err() error {
-	h := m.current()
-	if h == nil {
-		return ErrNotHeld
-	}
-	if err := h.Err(); err != nil {
-		return fmt.Errorf("mutex %s: %w", m.Path(), err)
-	}
-	return nil
-}
-
-// Token returns the fencing token of the current hold (the czxid of its
-// node, strictly increasing from one holder to the next across the whole
-// ensemble), or 0 when nothing is held. Hand it to every system the holder
-// writes to, and have them reject tokens lower than one they have seen.
-func (m *Mutex) Token() int64 {
-	if h := m.current(); h != nil {
-		return h.Token()
-	}
-	return 0
-}
-
-// Revoked returns a channel closed when someone asks the holder to let go
-// (see [WithRevocable] and [Revoke]); release soon after. Without a hold it
-// returns nil (a channel that is never ready).
-func (m *Mutex) Revoked() <-chan struct{} {
-	if h := m.current(); h != nil {
-		return h.Revoked()
-	}
-	return nil
-}
-
-// Suspended returns a channel that is closed while the client's session is
-// suspended (only with recipe.WithSuspensionTolerance; see
-// [recipe.Hold.Suspended] for the exact contract): the holder must stop
-// acting as holder until [Mutex.Resumed] closes, or Done does. After the
-// suspension cleared, call it again for the next one. Without a hold it
-// returns nil (a channel that is never ready).
-func (m *Mutex) Suspended() <-chan struct{} {
-	if h := m.current(); h != nil {
-		return h.Suspended()
-	}
-	return nil
-}
-
-// Resumed returns a channel that is closed when the suspension in progress
-// is over and the lock was kept; a closed channel while no suspension is in
-// progress; nil (never ready) without a hold. If the lock is lost instead,
-// Done closes and this channel never does.
-func (m *Mutex) Resumed() <-chan struct{} {
-	if h := m.current(); h != nil {
-		return h.Resumed()
-	}
-	return nil
-}
-
-// Node returns the name of the node of the current hold, "" when none.
-func (m *Mutex) Node() string {
-	if h := m.current(); h != nil {
-		return h.Node()
-	}
-	return ""
-}
+func (m *Mutex) Unlock(ctx context.Context) error { return m.Release(ctx) }
 
 // Participant is one node in the mutex's queue.
 type Participant = recipe.Participant

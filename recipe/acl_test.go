@@ -47,7 +47,7 @@ var aclRecipes = []struct {
 			return aclSubject{}, err
 		}
 		return aclSubject{acquire: rw.RLock, try: rw.TryRLock, release: rw.RUnlock,
-			participants: count(rw.Participants), node: rw.RNode, err: rw.RErr}, nil
+			participants: count(rw.Participants), node: rw.Reader().Node, err: rw.Reader().Err}, nil
 	}},
 	{"rwlock.write", rwlock.ErrNotAcquired, func(c *recipe.Client, path string) (aclSubject, error) {
 		rw, err := rwlock.New(c, path)

@@ -106,9 +106,9 @@ func TestRevocation(t *testing.T) {
 	rw, err := rwlock.New(locktest.Client(t, []string{srv.Addr()}), rwPath, rwlock.WithRevocable(), rwlock.WithCuratorNames())
 	must(t, err)
 	must(t, rw.RLock(ctx))
-	must(t, rwlock.Revoke(ctx, revoker, rwPath, rw.RNode()))
+	must(t, rwlock.Revoke(ctx, revoker, rwPath, rw.Reader().Node()))
 	select {
-	case <-rw.RRevoked():
+	case <-rw.Reader().Revoked():
 	case <-time.After(5 * time.Second):
 		t.Fatal("a revocable reader was not told")
 	}

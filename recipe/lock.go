@@ -52,6 +52,14 @@ type LockSpec struct {
 	// [Sentinel] to match ErrNotAcquired, so the error names the recipe
 	// once ("mutex: not acquired: /p: context deadline exceeded").
 	NotAcquired error
+	// WouldBlock, when set, labels the error of a [Handle]'s Take that
+	// finds the lock held elsewhere, in place of [ErrWouldBlock]: the
+	// recipe's own sentinel, made with [Sentinel] to match ErrWouldBlock.
+	WouldBlock error
+	// NotHeld, when set, is what a [Handle] returns in place of
+	// [ErrNotHeld] when it holds nothing: the recipe's own sentinel, made
+	// with [Sentinel] to match ErrNotHeld.
+	NotHeld error
 	// Revocable makes every hold watch its node's data for the revoke
 	// marker: [Hold.Revoked] closes when someone asks the holder to let go
 	// ([Lock.Revoke], or Curator's Revoker).
@@ -136,6 +144,12 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 	}
 	if spec.NotAcquired == nil {
 		spec.NotAcquired = ErrNotAcquired
+	}
+	if spec.WouldBlock == nil {
+		spec.WouldBlock = ErrWouldBlock
+	}
+	if spec.NotHeld == nil {
+		spec.NotHeld = ErrNotHeld
 	}
 	if spec.DirMismatch == nil {
 		spec.DirMismatch = errDirData

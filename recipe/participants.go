@@ -33,14 +33,16 @@ type Participant struct {
 	// clock).
 	Created time.Time
 	// Holder reports whether the node holds (the lock, a lease, the
-	// leadership) by the lock's driver, as of the listing.
+	// leadership), as of the listing: by the lock's driver for its own
+	// nodes, by the driver of their kind ([driver.Kind]) for the other
+	// names of its queue (a read/write lock's other side).
 	Holder bool
 }
 
 // Participants returns the nodes of the lock's queue (those carrying one
 // of the names of [LockSpec.Queue]) in queue order, the order in which
-// they hold or will hold, with their data; Holder is set by the lock's
-// driver. Nodes that leave while it reads are left out. A missing
+// they hold or will hold, with their data; Holder is set by the driver of
+// each node's kind (the lock's own driver for its own nodes). Nodes that leave while it reads are left out. A missing
 // directory yields no participants. Connection loss is retried under the
 // client's policy until ctx ends.
 func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
@@ -67,10 +69,25 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 		names[i] = p.Node
 	}
 	for i := range res {
-		dec, err := l.spec.Driver.Decide(names, res[i].Node)
+		dec, err := l.deciderOf(res[i].LockName).Decide(names, res[i].Node)
 		res[i].Holder = err == nil && dec.Held
 	}
 	return res, nil
+}
+
+// deciderOf returns the driver that judges the nodes named lockName: the
+// lock's own for its nodes, the driver of their kind (see [driver.Kind])
+// for the other names of its queue, such as the write nodes of a read
+// lock's queue.
+func (l *Lock) deciderOf(lockName string) driver.Driver {
+	if lockName != l.spec.LockName {
+		if k, ok := driver.KindNamed(lockName); ok {
+			if d, err := k.Driver(0); err == nil {
+				return d
+			}
+		}
+	}
+	return l.spec.Driver
 }
 
 // readParticipants reads the nodes of sorted, 16 at a time, and returns

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -43,7 +44,7 @@ var kinds = map[string]func(t *testing.T, c *recipe.Client, path string) handle{
 	"rwlock.read": func(t *testing.T, c *recipe.Client, path string) handle {
 		rw, err := rwlock.New(c, path)
 		must(t, err)
-		return handle{rw.RLock, rw.TryRLock, rw.RUnlock, rw.RErr, rw.RNode, rwParticipants(rw),
+		return handle{rw.RLock, rw.TryRLock, rw.RUnlock, rw.Reader().Err, rw.Reader().Node, rwParticipants(rw),
 			[]error{rwlock.ErrNotAcquired, rwlock.ErrLocked, rwlock.ErrNotHeld}}
 	},
 	"semaphore": func(t *testing.T, c *recipe.Client, path string) handle {
@@ -75,12 +76,86 @@ var kinds = map[string]func(t *testing.T, c *recipe.Client, path string) handle{
 			func() error { return lease.Err() }, func() string { return lease.Node() }, s.Participants,
 			[]error{semaphore.ErrNotAcquired, semaphore.ErrNoLease, semaphore.ErrNotHeld}}
 	},
+	"handle": func(t *testing.T, c *recipe.Client, path string) handle {
+		lk, err := recipe.NewLock(c, path, recipe.LockSpec{Recipe: "custom", LockName: "lock-", Driver: driver.Mutex(),
+			NotAcquired: customNotAcquired, WouldBlock: customWouldBlock, NotHeld: customNotHeld}, recipe.DefaultNodeData())
+		must(t, err)
+		return viaAcquirer(recipe.NewHandle(lk), lk.Participants,
+			[]error{customNotAcquired, customWouldBlock, customNotHeld})
+	},
+	"rwlock.writer": func(t *testing.T, c *recipe.Client, path string) handle {
+		rw, err := rwlock.New(c, path)
+		must(t, err)
+		return viaAcquirer(rw.Writer(), rwParticipants(rw),
+			[]error{rwlock.ErrNotAcquired, rwlock.ErrLocked, rwlock.ErrNotHeld})
+	},
+	"semaphore.take": func(t *testing.T, c *recipe.Client, path string) handle {
+		s, err := semaphore.New(c, path, 1)
+		must(t, err)
+		return viaAcquirer(s, s.Participants,
+			[]error{semaphore.ErrNotAcquired, semaphore.ErrNoLease, semaphore.ErrNotHeld})
+	},
+	"leader.take": func(t *testing.T, c *recipe.Client, path string) handle {
+		e, err := leader.New(c, path)
+		must(t, err)
+		return viaAcquirer(e, e.Participants,
+			[]error{leader.ErrNotElected, leader.ErrLeaderElsewhere, leader.ErrNotLeader})
+	},
 	"leader": func(t *testing.T, c *recipe.Client, path string) handle {
 		e, err := leader.New(c, path)
 		must(t, err)
 		return handle{e.Campaign, e.TryCampaign, e.Resign, e.Err, e.Node, e.Participants,
 			[]error{leader.ErrNotElected, leader.ErrLeaderElsewhere, leader.ErrNotLeader}}
 	},
+}
+
+// A custom recipe's sentinels, given to its LockSpec.
+var (
+	customNotAcquired = recipe.Sentinel("custom: not acquired", recipe.ErrNotAcquired)
+	customWouldBlock  = recipe.Sentinel("custom: held elsewhere", recipe.ErrWouldBlock)
+	customNotHeld     = recipe.Sentinel("custom: not held", recipe.ErrNotHeld)
+)
+
+// Every held thing and every handle speaks the two interfaces.
+var (
+	_ recipe.Held     = (*recipe.Hold)(nil)
+	_ recipe.Held     = (*recipe.Handle)(nil)
+	_ recipe.Acquirer = (*recipe.Handle)(nil)
+	_ recipe.Acquirer = (*recipe.Lock)(nil)
+	_ recipe.Held     = (*mutex.Mutex)(nil)
+	_ recipe.Acquirer = (*mutex.Mutex)(nil)
+	_ recipe.Held     = (*rwlock.Side)(nil)
+	_ recipe.Acquirer = (*rwlock.Side)(nil)
+	_ recipe.Held     = (*semaphore.Lease)(nil)
+	_ recipe.Acquirer = (*semaphore.Semaphore)(nil)
+	_ recipe.Acquirer = (*leader.Election)(nil)
+)
+
+// viaAcquirer is a recipe seen only through recipe.Acquirer and the
+// recipe.Held its Take returns. Before anything was taken, a release is
+// the acquirer's own when it is a Held too (a handle), else notHeld.
+func viaAcquirer(a recipe.Acquirer, participants func(context.Context) ([]recipe.Participant, error), sentinels []error) handle {
+	var held recipe.Held
+	take := func(wait bool) func(context.Context) error {
+		return func(ctx context.Context) error {
+			h, err := a.Take(ctx, wait)
+			if err == nil {
+				held = h
+			}
+			return err
+		}
+	}
+	release := func(ctx context.Context) error {
+		if held != nil {
+			return held.Release(ctx)
+		}
+		if h, ok := a.(recipe.Held); ok {
+			return h.Release(ctx)
+		}
+		return sentinels[2]
+	}
+	return handle{take(true), take(false), release, func() error { return held.Err() }, func() string { return held.Node() },
+		participants, sentinels}
 }
 
 func rwParticipants(rw *rwlock.RWLock) func(context.Context) ([]recipe.Participant, error) {

@@ -46,12 +46,12 @@
 //     reader's release wakes at most the one writer queued right behind it.
 //   - Context first: RLock and Lock wait until the lock is held or ctx ends;
 //     a failed or cancelled call leaves no node behind.
-//   - Loss is signalled, per mode: Done and Err (write), RDone and RErr
-//     (read) report when the session expires, the node is deleted by
+//   - Loss is signalled, per mode: Done and Err of [RWLock.Writer] and of
+//     [RWLock.Reader] report when the session expires, the node is deleted by
 //     someone else, the client is closed, or the connection has been silent
 //     long enough that the server might expire the session, before another
 //     client could be granted the lock.
-//   - Fencing: Token (write) and RToken (read) return the node's czxid,
+//   - Fencing: the Token of each side returns the node's czxid,
 //     strictly increasing across the ensemble; every write hold granted
 //     later has a greater token.
 //   - Recovery from partial failure: a create whose reply was lost is found
@@ -98,8 +98,8 @@
 // read node is then deleted again, and the read hold rides on the write
 // node: after Unlock the write node stays, still excluding everyone else,
 // until the last RUnlock. Correctness is kept either way; only in the second
-// case do other readers wait until the downgraded reader is done. [RWLock.RNode]
-// tells which node the read hold rests on.
+// case do other readers wait until the downgraded reader is done.
+// Reader().Node() tells which node the read hold rests on.
 //
 // Upgrade: Lock on a handle that holds only the read lock would wait for
 // its own read node and deadlock, so it fails at once, without I/O, with

@@ -1,13 +1,53 @@
 package rwlock
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/zkrecipes/zkrecipes/driver"
+	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
-// readBeside returns the read driver as seen by the holder of the write
-// node own: [driver.Read] on the queue with own left out, so that a read
+// downgrade takes the read lock while the handle holds the write lock w:
+// a read node that ignores w holds at once unless a writer is queued
+// between w and it; then the read hold rides on w instead.
+func (rw *RWLock) downgrade(ctx context.Context, w *recipe.Hold) error {
+	if err := w.Err(); err != nil {
+		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
+	}
+	k, _ := driver.KindNamed(rw.readName)
+	rd, err := k.Driver(0)
+	if err != nil {
+		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
+	}
+	lk, err := recipe.NewLock(rw.c, rw.Path(), recipe.LockSpec{
+		Recipe:      "rwlock.read",
+		LockName:    rw.readName,
+		NotAcquired: ErrNotAcquired,
+		Queue:       k.Queue(),
+		Driver:      readBeside(rd, w.Node()),
+	}, rw.data)
+	if err != nil {
+		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
+	}
+	h, err := lk.TryAcquire(ctx)
+	switch {
+	case errors.Is(err, recipe.ErrWouldBlock):
+		h = nil // a writer is queued behind w: ride on w
+	case err != nil:
+		return err
+	}
+	rw.mu.Lock()
+	rw.r, rw.rn = h, 1
+	rw.mu.Unlock()
+	return nil
+}
+
+// readBeside returns the read driver rd ([driver.Read], from the read
+// kind of [driver.Kind]'s table) as seen by the holder of the write node
+// own: rd on the queue with own left out, so that a read
 // node queued while own holds the write lock is not blocked by it.
 //
 // It is used for a downgrade only, with a non-blocking acquire: the write
@@ -25,8 +65,7 @@ import (
 // ahead of self only; deletions never take a hold away; Watch names the
 // nearest earlier write, whose deletion alone can change the verdict)
 // carries over. Position is self's index in the full queue.
-func readBeside(writeLockName, own string) driver.Driver {
-	rd := driver.Read(writeLockName)
+func readBeside(rd driver.Driver, own string) driver.Driver {
 	return driver.DriverFunc(func(sorted []string, self string) (driver.Decision, error) {
 		i := slices.Index(sorted, own)
 		if i < 0 || self == own {

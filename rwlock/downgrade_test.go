@@ -36,7 +36,7 @@ func TestReadBeside(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := slices.Clone(tc.sorted)
-			d, err := readBeside(WriteLockName, tc.own).Decide(in, tc.self)
+			d, err := readBeside(driver.Read(WriteLockName), tc.own).Decide(in, tc.self)
 			if !slices.Equal(in, tc.sorted) {
 				t.Fatalf("Decide modified its input: %v", in)
 			}
@@ -73,7 +73,7 @@ func TestReadBesideContract(t *testing.T) {
 			sorted = append(sorted, fmt.Sprintf("_c_x-%s%010d", name, i+1))
 		}
 		own := sorted[rnd.IntN(n)]
-		d := readBeside(WriteLockName, own)
+		d := readBeside(driver.Read(WriteLockName), own)
 		self := sorted[rnd.IntN(n)]
 		i := slices.Index(sorted, self)
 		base, err := d.Decide(sorted, self)

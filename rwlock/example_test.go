@@ -41,7 +41,7 @@ func Example() {
 	if err := rw.RLock(rctx); err != nil {
 		log.Fatal(err) // errors.Is(err, context.DeadlineExceeded) after 5s
 	}
-	fmt.Println("reading; read token > 0:", rw.RToken() > 0)
+	fmt.Println("reading; read token > 0:", rw.Reader().Token() > 0)
 	if err := rw.RUnlock(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -61,11 +61,11 @@ func Example() {
 		log.Fatal(err)
 	}
 	select {
-	case <-rw.RDone():
-		log.Fatal(rw.RErr()) // the read lock was lost
+	case <-rw.Reader().Done():
+		log.Fatal(rw.Reader().Err()) // the read lock was lost
 	default:
 	}
-	fmt.Println("downgraded; still reading:", rw.RErr() == nil)
+	fmt.Println("downgraded; still reading:", rw.Reader().Err() == nil)
 	if err := rw.RUnlock(ctx); err != nil {
 		log.Fatal(err)
 	}

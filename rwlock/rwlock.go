@@ -35,15 +35,15 @@ var (
 	// queued ahead.
 	ErrLocked = recipe.Sentinel("rwlock: locked elsewhere", recipe.ErrWouldBlock)
 	// ErrNotHeld is returned by RUnlock and Unlock on a handle that holds
-	// nothing in that mode, with no I/O, and by RErr and Err when nothing is
-	// held in that mode.
+	// nothing in that mode, with no I/O, and by the Err of a [Side] (and
+	// [RWLock.Err]) when nothing is held in that mode.
 	ErrNotHeld = recipe.Sentinel("rwlock: not held", recipe.ErrNotHeld)
 	// ErrUpgrade is wrapped (with ErrNotAcquired) by the error of Lock and
 	// TryLock on a handle that holds the read lock but not the write lock.
 	// Waiting would deadlock: the write would wait for this handle's own read
 	// node. It is returned at once, without I/O; release the read lock first.
 	ErrUpgrade = errors.New("rwlock: cannot upgrade a read lock to the write lock")
-	// ErrLost is wrapped by RErr, Err, RUnlock and Unlock once a held lock
+	// ErrLost is wrapped by Err, RUnlock and Unlock once a held lock
 	// was lost, together with the reason: recipe.ErrSessionExpired,
 	// recipe.ErrNodeDeleted, recipe.ErrConnectionSuspended or
 	// recipe.ErrClosed.
@@ -71,15 +71,16 @@ func WithMaxHold(d time.Duration) Option {
 }
 
 // WithRevocable lets others ask the holder to let go ([Revoke], or
-// Curator's Revoker): [RWLock.Revoked] and [RWLock.RRevoked] close when they
+// Curator's Revoker): the Revoked channel of [RWLock.Writer] or [RWLock.Reader] closes when
+// they
 // do. Releasing is up to the holder. Default: not revocable.
 func WithRevocable() Option {
 	return func(o *options) { o.revocable = true }
 }
 
 // Revoke asks the holder of node (a name from [RWLock.Participants]) of
-// the read/write lock at path to let go: a revocable holder's Revoked (or
-// RRevoked) channel closes; any other holder ignores it. It is compatible
+// the read/write lock at path to let go: a revocable holder's Revoked channel (of
+// its [Side]) closes; any other holder ignores it. It is compatible
 // with Curator's Revoker both ways. An error wrapping recipe.ErrNotHeld
 // means node is not there.
 func Revoke(ctx context.Context, c *recipe.Client, path, node string) error {
@@ -137,18 +138,21 @@ func (m Mode) String() string {
 // many times. The write holder may also take the read lock (downgrade); a
 // reader may not take the write lock (Lock fails with [ErrUpgrade]).
 //
-// Done, Err, Token and Node report on the handle's write lock; RDone, RErr,
-// RToken and RNode on its read lock.
+// Each mode is also a handle of its own, [RWLock.Reader] and
+// [RWLock.Writer], which report on what the handle holds in that mode
+// (Done, Err, Token, Node, Revoked, Suspended, Resumed). Done, Err, Token
+// and Node on the RWLock are the write side's.
 //
 // A handle is safe for concurrent use, but goroutines that must exclude
 // each other need handles of their own.
 type RWLock struct {
-	c           *recipe.Client
-	read, write *recipe.Lock
-	readName    string
-	writeName   string
-	data        []byte
-	turn        recipe.Turn // serialises the lock and unlock calls on this handle
+	c              *recipe.Client
+	read, write    *recipe.Lock
+	readName       string
+	writeName      string
+	data           []byte
+	turn           recipe.Turn // serialises the calls of both sides of this handle
+	reader, writer Side
 
 	mu sync.Mutex
 	// w is the write node's hold. It stays after the last Unlock while read
@@ -172,39 +176,42 @@ func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
 		}
 		opt(&o)
 	}
-	queue := []string{o.read, o.write}
-	read, err := recipe.NewLock(c, path, recipe.LockSpec{
-		Recipe:      "rwlock.read",
-		LockName:    o.read,
-		NotAcquired: ErrNotAcquired,
-		Queue:       queue,
-		Driver:      driver.Read(o.write),
-		MaxHold:     o.maxHold, Revocable: o.revocable,
-	}, o.data)
+	spec := func(m Mode, name string) (recipe.LockSpec, error) {
+		k, _ := driver.KindNamed(name) // o.read and o.write are names of the table
+		d, err := k.Driver(0)
+		return recipe.LockSpec{Recipe: "rwlock." + m.String(), LockName: name, NotAcquired: ErrNotAcquired,
+			Queue: k.Queue(), Driver: d, MaxHold: o.maxHold, Revocable: o.revocable}, err
+	}
+	var read, write *recipe.Lock
+	rs, err := spec(Read, o.read)
+	if err == nil {
+		read, err = recipe.NewLock(c, path, rs, o.data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
 	}
-	write, err := recipe.NewLock(c, path, recipe.LockSpec{
-		Recipe:      "rwlock.write",
-		LockName:    o.write,
-		NotAcquired: ErrNotAcquired,
-		Queue:       queue,
-		Driver:      driver.Write(),
-		MaxHold:     o.maxHold, Revocable: o.revocable,
-	}, o.data)
+	ws, err := spec(Write, o.write)
+	if err == nil {
+		write, err = recipe.NewLock(c, path, ws, o.data)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
 	}
-	return &RWLock{c: c, read: read, write: write, readName: o.read, writeName: o.write, data: o.data}, nil
+	rw := &RWLock{c: c, read: read, write: write, readName: o.read, writeName: o.write, data: o.data}
+	rw.reader, rw.writer = Side{rw, Read}, Side{rw, Write}
+	return rw, nil
 }
 
 // Path returns the lock's path.
 func (rw *RWLock) Path() string { return rw.read.Path() }
 
-// enter takes the handle's semaphore, or fails when ctx ends first.
-func (rw *RWLock) enter(ctx context.Context) error { return rw.turn.Take(ctx) }
+// Reader returns the handle's read side: its Take is RLock (or TryRLock),
+// its Release RUnlock, and its accessors report on the read lock.
+func (rw *RWLock) Reader() *Side { return &rw.reader }
 
-func (rw *RWLock) leave() { rw.turn.Give() }
+// Writer returns the handle's write side: its Take is Lock (or TryLock),
+// its Release Unlock, and its accessors report on the write lock.
+func (rw *RWLock) Writer() *Side { return &rw.writer }
 
 // RLock acquires the read lock, waiting until no writer holds the lock or
 // is queued ahead of this handle's read node, or until ctx ends. A deadline
@@ -220,88 +227,15 @@ func (rw *RWLock) leave() { rw.turn.Give() }
 // and the error wraps [ErrNotAcquired] and the cause, such as ctx.Err().
 // RLock on a handle whose read lock was lost fails with an error wrapping
 // [ErrLost]; call RUnlock first.
-func (rw *RWLock) RLock(ctx context.Context) error { return rw.rlock(ctx, true) }
+func (rw *RWLock) RLock(ctx context.Context) error { _, err := rw.reader.Take(ctx, true); return err }
 
 // TryRLock acquires the read lock if no writer holds it or is queued,
 // looking once without waiting. It returns an error wrapping [ErrLocked]
 // otherwise (the node it queued with is deleted again). Reentrant like
 // [RWLock.RLock].
-func (rw *RWLock) TryRLock(ctx context.Context) error { return rw.rlock(ctx, false) }
-
-func (rw *RWLock) rlock(ctx context.Context, wait bool) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
-	}
-	if err := rw.enter(ctx); err != nil {
-		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
-	}
-	defer rw.leave()
-	rw.mu.Lock()
-	if rw.rn > 0 {
-		defer rw.mu.Unlock()
-		if err := rw.readHold().Err(); err != nil {
-			return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
-		}
-		rw.rn++
-		return nil
-	}
-	w := rw.w
-	rw.mu.Unlock()
-	if w != nil {
-		return rw.downgrade(ctx, w)
-	}
-	h, err := acquire(ctx, rw.read, wait)
-	if errors.Is(err, recipe.ErrWouldBlock) {
-		return fmt.Errorf("%w: read lock on %s", ErrLocked, rw.Path())
-	}
-	if err != nil {
-		return err
-	}
-	rw.mu.Lock()
-	rw.r, rw.rn = h, 1
-	rw.mu.Unlock()
-	return nil
-}
-
-// downgrade takes the read lock while the handle holds the write lock w:
-// a read node that ignores w holds at once unless a writer is queued
-// between w and it; then the read hold rides on w instead.
-func (rw *RWLock) downgrade(ctx context.Context, w *recipe.Hold) error {
-	if err := w.Err(); err != nil {
-		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
-	}
-	lk, err := recipe.NewLock(rw.c, rw.Path(), recipe.LockSpec{
-		Recipe:      "rwlock.read",
-		LockName:    rw.readName,
-		NotAcquired: ErrNotAcquired,
-		Queue:       []string{rw.readName, rw.writeName},
-		Driver:      readBeside(rw.writeName, w.Node()),
-	}, rw.data)
-	if err != nil {
-		return fmt.Errorf("%w: read lock on %s: %w", ErrNotAcquired, rw.Path(), err)
-	}
-	h, err := lk.TryAcquire(ctx)
-	switch {
-	case errors.Is(err, recipe.ErrWouldBlock):
-		h = nil // a writer is queued behind w: ride on w
-	case err != nil:
-		return err
-	}
-	rw.mu.Lock()
-	rw.r, rw.rn = h, 1
-	rw.mu.Unlock()
-	return nil
-}
-
-// readHold returns the hold the read locks rest on. rw.mu must be held.
-func (rw *RWLock) readHold() *recipe.Hold {
-	if rw.rn == 0 {
-		return nil
-	}
-	if rw.r != nil {
-		return rw.r
-	}
-	return rw.w
+func (rw *RWLock) TryRLock(ctx context.Context) error {
+	_, err := rw.reader.Take(ctx, false)
+	return err
 }
 
 // RUnlock undoes one RLock. When the read count reaches zero it deletes the
@@ -316,40 +250,7 @@ func (rw *RWLock) readHold() *recipe.Hold {
 // returns an error wrapping [ErrLost] and the reason. If ctx ends before the
 // node is deleted, the deletion goes on in the background while the session
 // lives and the error wraps ctx.Err().
-func (rw *RWLock) RUnlock(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("rwlock: read unlock: %w: nil context", recipe.ErrInvalidArgument)
-	}
-	if err := rw.enter(ctx); err != nil {
-		return fmt.Errorf("rwlock: read unlock %s: %w", rw.Path(), err)
-	}
-	defer rw.leave()
-	rw.mu.Lock()
-	if rw.rn == 0 {
-		rw.mu.Unlock()
-		return ErrNotHeld
-	}
-	rw.rn--
-	if rw.rn > 0 {
-		rw.mu.Unlock()
-		return nil
-	}
-	var h *recipe.Hold
-	switch {
-	case rw.r != nil:
-		h, rw.r = rw.r, nil
-	case rw.wn == 0:
-		h, rw.w = rw.w, nil // the last read hold riding on the write node
-	}
-	rw.mu.Unlock()
-	if h == nil {
-		return nil // the write lock, still held, carried the read hold
-	}
-	if err := h.Release(ctx); err != nil {
-		return fmt.Errorf("rwlock: read unlock %s: %w", rw.Path(), err)
-	}
-	return nil
-}
+func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.reader.Release(ctx) }
 
 // Lock acquires the write lock, waiting in line (first come, first served,
 // behind every reader and writer queued before it) until it is alone or ctx
@@ -365,47 +266,15 @@ func (rw *RWLock) RUnlock(ctx context.Context) error {
 // and the error wraps [ErrNotAcquired] and the cause, such as ctx.Err().
 // Lock on a handle whose write lock was lost fails with an error wrapping
 // [ErrLost]; call Unlock first.
-func (rw *RWLock) Lock(ctx context.Context) error { return rw.lock(ctx, true) }
+func (rw *RWLock) Lock(ctx context.Context) error { _, err := rw.writer.Take(ctx, true); return err }
 
 // TryLock acquires the write lock if nobody holds the lock or is queued,
 // looking once without waiting. It returns an error wrapping [ErrLocked]
 // otherwise (the node it queued with is deleted again). Reentrant, and
 // refusing an upgrade, like [RWLock.Lock].
-func (rw *RWLock) TryLock(ctx context.Context) error { return rw.lock(ctx, false) }
-
-func (rw *RWLock) lock(ctx context.Context, wait bool) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
-	}
-	if err := rw.enter(ctx); err != nil {
-		return fmt.Errorf("%w: write lock on %s: %w", ErrNotAcquired, rw.Path(), err)
-	}
-	defer rw.leave()
-	rw.mu.Lock()
-	switch {
-	case rw.wn > 0:
-		defer rw.mu.Unlock()
-		if err := rw.w.Err(); err != nil {
-			return fmt.Errorf("%w: write lock on %s: %w", ErrNotAcquired, rw.Path(), err)
-		}
-		rw.wn++
-		return nil
-	case rw.rn > 0:
-		rw.mu.Unlock()
-		return fmt.Errorf("%w: %w: %s", ErrNotAcquired, ErrUpgrade, rw.Path())
-	}
-	rw.mu.Unlock()
-	h, err := acquire(ctx, rw.write, wait)
-	if errors.Is(err, recipe.ErrWouldBlock) {
-		return fmt.Errorf("%w: write lock on %s", ErrLocked, rw.Path())
-	}
-	if err != nil {
-		return err
-	}
-	rw.mu.Lock()
-	rw.w, rw.wn = h, 1
-	rw.mu.Unlock()
-	return nil
+func (rw *RWLock) TryLock(ctx context.Context) error {
+	_, err := rw.writer.Take(ctx, false)
+	return err
 }
 
 // Unlock undoes one Lock. When the write count reaches zero it deletes the
@@ -424,187 +293,26 @@ func (rw *RWLock) lock(ctx context.Context, wait bool) error {
 // returns an error wrapping [ErrLost] and the reason. If ctx ends before the
 // node is deleted, the deletion goes on in the background while the session
 // lives and the error wraps ctx.Err().
-func (rw *RWLock) Unlock(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("rwlock: unlock: %w: nil context", recipe.ErrInvalidArgument)
-	}
-	if err := rw.enter(ctx); err != nil {
-		return fmt.Errorf("rwlock: unlock %s: %w", rw.Path(), err)
-	}
-	defer rw.leave()
-	rw.mu.Lock()
-	if rw.wn == 0 {
-		rw.mu.Unlock()
-		return ErrNotHeld
-	}
-	rw.wn--
-	if rw.wn > 0 {
-		rw.mu.Unlock()
-		return nil
-	}
-	h := rw.w
-	if rw.rn > 0 && rw.r == nil {
-		// Read holds ride on the write node: keep it for them.
-		rw.mu.Unlock()
-		if err := h.Err(); err != nil {
-			return fmt.Errorf("rwlock: unlock %s: %w", rw.Path(), err)
-		}
-		return nil
-	}
-	rw.w = nil
-	rw.mu.Unlock()
-	if err := h.Release(ctx); err != nil {
-		return fmt.Errorf("rwlock: unlock %s: %w", rw.Path(), err)
-	}
-	return nil
-}
+func (rw *RWLock) Unlock(ctx context.Context) error { return rw.writer.Release(ctx) }
 
-// acquire waits for lk, or with wait false only looks once.
-func acquire(ctx context.Context, lk *recipe.Lock, wait bool) (*recipe.Hold, error) {
-	if wait {
-		return lk.Acquire(ctx)
-	}
-	return lk.TryAcquire(ctx)
-}
+// Done is the write side's [Side.Done]: closed when the write lock held by
+// this handle is lost or released, closed when none is held. (A channel
+// obtained while writing stays open after Unlock while the handle's read
+// holds ride on the write node; see Downgrade in the package documentation.)
+func (rw *RWLock) Done() <-chan struct{} { return rw.writer.Done() }
 
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+// Err is the write side's [Side.Err]: nil while the write lock is held and
+// in force, an error wrapping [ErrLost] once it was lost, [ErrNotHeld]
+// when the handle holds no write lock.
+func (rw *RWLock) Err() error { return rw.writer.Err() }
 
-// hold returns the hold behind mode m, nil when the handle holds nothing in
-// that mode.
-func (rw *RWLock) hold(m Mode) *recipe.Hold {
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	if m == Read {
-		return rw.readHold()
-	}
-	if rw.wn == 0 {
-		return nil
-	}
-	return rw.w
-}
+// Token is the write side's [Side.Token]: the write hold's fencing token,
+// 0 when no write lock is held.
+func (rw *RWLock) Token() int64 { return rw.writer.Token() }
 
-func (rw *RWLock) done(m Mode) <-chan struct{} {
-	if h := rw.hold(m); h != nil {
-		return h.Done()
-	}
-	return closedChan
-}
-
-func (rw *RWLock) err(m Mode) error {
-	h := rw.hold(m)
-	if h == nil {
-		return ErrNotHeld
-	}
-	if err := h.Err(); err != nil {
-		return fmt.Errorf("rwlock %s (%s): %w", rw.Path(), m, err)
-	}
-	return nil
-}
-
-func (rw *RWLock) token(m Mode) int64 {
-	if h := rw.hold(m); h != nil {
-		return h.Token()
-	}
-	return 0
-}
-
-func (rw *RWLock) revoked(m Mode) <-chan struct{} {
-	if h := rw.hold(m); h != nil {
-		return h.Revoked()
-	}
-	return nil
-}
-
-func (rw *RWLock) suspended(m Mode) <-chan struct{} {
-	if h := rw.hold(m); h != nil {
-		return h.Suspended()
-	}
-	return nil
-}
-
-func (rw *RWLock) resumed(m Mode) <-chan struct{} {
-	if h := rw.hold(m); h != nil {
-		return h.Resumed()
-	}
-	return nil
-}
-
-func (rw *RWLock) node(m Mode) string {
-	if h := rw.hold(m); h != nil {
-		return h.Node()
-	}
-	return ""
-}
-
-// Done returns a channel that is closed when the write lock held by this
-// handle is lost (session expired, node deleted by someone else, connection
-// silent past the safe window, client closed) or released. When no write
-// lock is held it returns a closed channel. (A channel obtained while
-// writing stays open after Unlock while the handle's read holds ride on the
-// write node; see Downgrade in the package documentation.)
-func (rw *RWLock) Done() <-chan struct{} { return rw.done(Write) }
-
-// Err returns nil while the write lock is held and in force; an error
-// wrapping [ErrLost] and the reason once it was lost; [ErrNotHeld] when the
-// handle holds no write lock.
-func (rw *RWLock) Err() error { return rw.err(Write) }
-
-// Token returns the fencing token of the write hold (the czxid of its node,
-// strictly increasing from one holder to the next across the whole
-// ensemble), or 0 when no write lock is held. Hand it to every system the
-// writer writes to, and have them reject tokens lower than one they have
-// seen.
-func (rw *RWLock) Token() int64 { return rw.token(Write) }
-
-// Revoked returns a channel closed when someone asks the write holder to
-// let go (see [WithRevocable] and [Revoke]); nil (never ready) when no
+// Node is the write side's [Side.Node]: the write node's name, "" when no
 // write lock is held.
-func (rw *RWLock) Revoked() <-chan struct{} { return rw.revoked(Write) }
-
-// RRevoked is [RWLock.Revoked] for the read lock.
-func (rw *RWLock) RRevoked() <-chan struct{} { return rw.revoked(Read) }
-
-// Suspended returns a channel that is closed while the client's session is
-// suspended (only with recipe.WithSuspensionTolerance; see
-// [recipe.Hold.Suspended] for the exact contract): the writer must stop
-// acting as writer until [RWLock.Resumed] closes, or Done does. After the
-// suspension cleared, call it again for the next one. nil (never ready)
-// when no write lock is held.
-func (rw *RWLock) Suspended() <-chan struct{} { return rw.suspended(Write) }
-
-// Resumed returns a channel that is closed when the suspension in progress
-// is over and the write lock was kept; a closed channel while no suspension
-// is in progress; nil (never ready) when no write lock is held. If the lock
-// is lost instead, Done closes and this channel never does.
-func (rw *RWLock) Resumed() <-chan struct{} { return rw.resumed(Write) }
-
-// RSuspended is [RWLock.Suspended] for the read lock.
-func (rw *RWLock) RSuspended() <-chan struct{} { return rw.suspended(Read) }
-
-// RResumed is [RWLock.Resumed] for the read lock.
-func (rw *RWLock) RResumed() <-chan struct{} { return rw.resumed(Read) }
-
-// Node returns the name of the write node, "" when no write lock is held.
-func (rw *RWLock) Node() string { return rw.node(Write) }
-
-// RDone is [RWLock.Done] for the read lock: closed when the read lock held
-// by this handle is lost or released, and closed when none is held.
-func (rw *RWLock) RDone() <-chan struct{} { return rw.done(Read) }
-
-// RErr is [RWLock.Err] for the read lock: nil while it is held and in force,
-// an error wrapping [ErrLost] once it was lost, [ErrNotHeld] when the handle
-// holds no read lock.
-func (rw *RWLock) RErr() error { return rw.err(Read) }
-
-// RToken returns the fencing token of the node the read lock rests on, or 0
-// when no read lock is held. Every write hold granted after it has a greater
-// token, so a store can use it to tell a reader's view from a later
-// writer's.
-func (rw *RWLock) RToken() int64 { return rw.token(Read) }
-
-// RNode returns the name of the node the read lock rests on (the write node
-// while the read hold rides on it), "" when no read lock is held.
-func (rw *RWLock) RNode() string { return rw.node(Read) }
+func (rw *RWLock) Node() string { return rw.writer.Node() }
 
 // Participant is one node in the lock's queue, with its mode.
 type Participant struct {
@@ -626,16 +334,11 @@ func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 		return nil, fmt.Errorf("rwlock: participants of %s: %w", rw.Path(), err)
 	}
 	out := make([]Participant, len(ps))
-	writerAhead := false
 	for i, p := range ps {
 		m := Read
 		if p.LockName == rw.writeName {
 			m = Write
 		}
-		// A reader holds while no writer is ahead of it; a writer holds
-		// at the head of the queue.
-		p.Holder = (m == Read && !writerAhead) || (m == Write && i == 0)
-		writerAhead = writerAhead || m == Write
 		out[i] = Participant{Participant: p, Mode: m}
 	}
 	return out, nil

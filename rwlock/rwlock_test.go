@@ -272,7 +272,7 @@ func TestReentrancy(t *testing.T) {
 	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("reentrant RLock/RUnlock made %d round trips, want 0", got)
 	}
-	if err := rw.RErr(); err != nil {
+	if err := rw.Reader().Err(); err != nil {
 		t.Fatalf("still reading after RLock, RLock, RUnlock: %v", err)
 	}
 	if err := other.TryLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
@@ -281,7 +281,7 @@ func TestReentrancy(t *testing.T) {
 	if err := rw.RUnlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := rw.RErr(); !errors.Is(err, rwlock.ErrNotHeld) {
+	if err := rw.Reader().Err(); !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("RErr after balanced RUnlock = %v, want ErrNotHeld", err)
 	}
 
@@ -325,10 +325,10 @@ func TestReentrancy(t *testing.T) {
 	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {
 		t.Fatalf("unlock without hold made %d round trips, want 0", got)
 	}
-	if !locktest.Closed(rw.Done()) || !locktest.Closed(rw.RDone()) {
+	if !locktest.Closed(rw.Done()) || !locktest.Closed(rw.Reader().Done()) {
 		t.Fatal("Done/RDone of an idle handle should be closed")
 	}
-	if rw.Token() != 0 || rw.RToken() != 0 || rw.Node() != "" || rw.RNode() != "" {
+	if rw.Token() != 0 || rw.Reader().Token() != 0 || rw.Node() != "" || rw.Reader().Node() != "" {
 		t.Fatal("an idle handle reports a token or a node")
 	}
 }
@@ -360,7 +360,7 @@ func TestUpgradeRefused(t *testing.T) {
 	if err := rw.Err(); !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("Err after refused upgrade = %v, want ErrNotHeld", err)
 	}
-	if err := rw.RErr(); err != nil {
+	if err := rw.Reader().Err(); err != nil {
 		t.Fatalf("the read lock suffered from the refused upgrade: %v", err)
 	}
 	if err := rw.RUnlock(ctx); err != nil {
@@ -392,8 +392,8 @@ func TestDowngrade(t *testing.T) {
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatalf("RLock while writing: %v", err)
 	}
-	if !strings.Contains(rw.RNode(), rwlock.ReadLockName) || rw.RToken() <= wtoken {
-		t.Fatalf("downgrade read node %q token %d: want a read node after the write node (token %d)", rw.RNode(), rw.RToken(), wtoken)
+	if !strings.Contains(rw.Reader().Node(), rwlock.ReadLockName) || rw.Reader().Token() <= wtoken {
+		t.Fatalf("downgrade read node %q token %d: want a read node after the write node (token %d)", rw.Reader().Node(), rw.Reader().Token(), wtoken)
 	}
 	if err := reader.TryRLock(ctx); !errors.Is(err, rwlock.ErrLocked) {
 		t.Fatalf("another reader while the write is held = %v, want ErrLocked", err)
@@ -404,11 +404,11 @@ func TestDowngrade(t *testing.T) {
 	if err := rw.Err(); !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("Err after Unlock = %v, want ErrNotHeld", err)
 	}
-	if err := rw.RErr(); err != nil {
+	if err := rw.Reader().Err(); err != nil {
 		t.Fatalf("read hold after downgrade: %v", err)
 	}
-	if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != rw.RNode() || left[0] == wnode {
-		t.Fatalf("after the downgrade the directory holds %v, want only the read node %s", left, rw.RNode())
+	if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != rw.Reader().Node() || left[0] == wnode {
+		t.Fatalf("after the downgrade the directory holds %v, want only the read node %s", left, rw.Reader().Node())
 	}
 	if err := reader.TryRLock(ctx); err != nil {
 		t.Fatalf("another reader after the downgrade: %v", err)
@@ -459,13 +459,13 @@ func TestDowngradeBehindQueuedWriter(t *testing.T) {
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatalf("RLock while writing, a writer queued: %v", err)
 	}
-	if rw.RNode() != wnode {
-		t.Fatalf("read hold rests on %q, want the write node %q", rw.RNode(), wnode)
+	if rw.Reader().Node() != wnode {
+		t.Fatalf("read hold rests on %q, want the write node %q", rw.Reader().Node(), wnode)
 	}
 	if err := rw.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := rw.RErr(); err != nil {
+	if err := rw.Reader().Err(); err != nil {
 		t.Fatalf("read hold after Unlock: %v", err)
 	}
 	if p, _ := rw.Participants(ctx); len(p) != 2 || p[0].Node != wnode {
@@ -507,7 +507,7 @@ func TestTimeoutAndCancelCleanUp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := zktest.UniquePath(t)
 			holder := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
-			lock, node := holder.RLock, holder.RNode
+			lock, node := holder.RLock, holder.Reader().Node
 			if tc.holderWrite {
 				lock, node = holder.Lock, holder.Node
 			}
@@ -541,7 +541,7 @@ func TestTimeoutAndCancelCleanUp(t *testing.T) {
 			if left := locktest.Children(t, raw, path); len(left) != 1 || left[0] != node() {
 				t.Fatalf("after the failed acquire the directory holds %v, want only the holder's %s", left, node())
 			}
-			if waiter.Err() == nil || waiter.RErr() == nil {
+			if waiter.Err() == nil || waiter.Reader().Err() == nil {
 				t.Fatal("the waiter holds something after its failure")
 			}
 			unlock := holder.RUnlock
@@ -737,8 +737,8 @@ func TestParticipants(t *testing.T) {
 			t.Fatalf("participant %d = %q %v, want %q %v", i, p[i].Data, p[i].Mode, w.data, w.mode)
 		}
 	}
-	if p[0].Node != rws[0].RNode() || p[0].Token != rws[0].RToken() {
-		t.Fatalf("head %+v is not the reader %s", p[0], rws[0].RNode())
+	if p[0].Node != rws[0].Reader().Node() || p[0].Token != rws[0].Reader().Token() {
+		t.Fatalf("head %+v is not the reader %s", p[0], rws[0].Reader().Node())
 	}
 	if !slices.IsSortedFunc(p, func(a, b rwlock.Participant) int { return int(a.Sequence - b.Sequence) }) {
 		t.Fatalf("participants not in queue order: %+v", p)
@@ -769,15 +769,15 @@ func TestNodeDeletedWhileHeld(t *testing.T) {
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := raw.Delete(path+"/"+rw.RNode(), -1); err != nil {
+	if err := raw.Delete(path+"/"+rw.Reader().Node(), -1); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-rw.RDone():
+	case <-rw.Reader().Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("RDone not closed after the read node was deleted")
 	}
-	if err := rw.RErr(); !errors.Is(err, rwlock.ErrLost) || !errors.Is(err, recipe.ErrNodeDeleted) {
+	if err := rw.Reader().Err(); !errors.Is(err, rwlock.ErrLost) || !errors.Is(err, recipe.ErrNodeDeleted) {
 		t.Fatalf("RErr = %v, want ErrLost and ErrNodeDeleted", err)
 	}
 	if err := rw.RLock(ctx); !errors.Is(err, rwlock.ErrLost) || !errors.Is(err, rwlock.ErrNotAcquired) {
@@ -857,7 +857,7 @@ func TestSharedHandle(t *testing.T) {
 						t.Error(err)
 						return
 					}
-					_, _ = rw.RToken(), rw.RErr()
+					_, _ = rw.Reader().Token(), rw.Reader().Err()
 					if err := rw.RUnlock(ctx); err != nil {
 						t.Error(err)
 						return
@@ -886,7 +886,7 @@ func TestSharedHandle(t *testing.T) {
 	if err := rw.Err(); !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("after balanced use, Err = %v", err)
 	}
-	if err := rw.RErr(); !errors.Is(err, rwlock.ErrNotHeld) {
+	if err := rw.Reader().Err(); !errors.Is(err, rwlock.ErrNotHeld) {
 		t.Fatalf("after balanced use, RErr = %v", err)
 	}
 	other := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)

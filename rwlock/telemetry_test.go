@@ -49,7 +49,7 @@ func TestTracesAndMetrics(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	rnode, rtoken := reader.RNode(), reader.RToken()
+	rnode, rtoken := reader.Reader().Node(), reader.Reader().Token()
 
 	// A write behind the reader times out.
 	tctx, cancel = context.WithTimeout(caller, 200*time.Millisecond)
@@ -211,8 +211,8 @@ func TestDowngradeTelemetry(t *testing.T) {
 	if len(down) != 1 || locktest.Outcome(down[0]) != "acquired" {
 		t.Fatalf("downgrade read acquire spans %d (outcome %q), want 1 acquired", len(down), locktest.Outcome(down[0]))
 	}
-	if n, _ := locktest.SpanAttr(down[0], telemetry.AttrNode); n.AsString() != rw.RNode() {
-		t.Errorf("downgrade span node %q, want the read node %q", n.AsString(), rw.RNode())
+	if n, _ := locktest.SpanAttr(down[0], telemetry.AttrNode); n.AsString() != rw.Reader().Node() {
+		t.Errorf("downgrade span node %q, want the read node %q", n.AsString(), rw.Reader().Node())
 	}
 	if err := rw.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -268,11 +268,11 @@ func TestLossMetric(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := zktest.Connect(t, srv.Addr())
-	if err := raw.Delete(path+"/"+rw.RNode(), -1); err != nil {
+	if err := raw.Delete(path+"/"+rw.Reader().Node(), -1); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-rw.RDone():
+	case <-rw.Reader().Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("RDone not closed after the read node was deleted")
 	}

@@ -197,6 +197,23 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	return &Lease{s: s, h: h}, nil
 }
 
+// Take is [Semaphore.Acquire] (wait) or [Semaphore.TryAcquire] returning
+// the [*Lease] as a [recipe.Held], so that a Semaphore is a
+// [recipe.Acquirer].
+func (s *Semaphore) Take(ctx context.Context, wait bool) (recipe.Held, error) {
+	acquire := s.Acquire
+	if !wait {
+		acquire = s.TryAcquire
+	}
+	l, err := acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+var _ recipe.Held = (*Lease)(nil)
+
 // Participant is one node in the semaphore's queue.
 type Participant = recipe.Participant
 

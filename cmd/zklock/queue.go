@@ -17,7 +17,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
-	"github.com/zkrecipes/zkrecipes/rwlock"
 )
 
 const leaderHelp = `usage: zklock leader [flags] PATH
@@ -160,26 +159,16 @@ func queueDriver(leases int) driver.Driver {
 				own = append(own, n)
 			}
 		}
-		var d driver.Driver
-		switch kind {
-		case "read":
-			w := rwlock.WriteLockName
-			if strings.Contains(self, rwlock.CuratorReadLockName) {
-				w = rwlock.CuratorWriteLockName
-			}
-			d = driver.Read(w)
-		case "write":
-			d = driver.Write()
-		case "lease":
-			if leases < 1 {
-				return driver.Decision{}, errUnknown
-			}
+		if kind == "lease" && leases < 1 {
+			return driver.Decision{}, errUnknown
+		}
+		d := driver.Mutex() // for a node of no known kind
+		if ln, _, ok := driver.KindOf(self); ok {
+			k, _ := driver.KindNamed(ln)
 			var err error
-			if d, err = driver.Leases(leases); err != nil {
+			if d, err = k.Driver(leases); err != nil {
 				return driver.Decision{}, err
 			}
-		default:
-			d = driver.Mutex()
 		}
 		return d.Decide(own, self)
 	})

@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -138,40 +137,6 @@ func (h *holdFlags) waitContext(sigs <-chan os.Signal) (ctx context.Context, sto
 	}
 }
 
-// held is what run and elect hold while CMD runs: a mutex, a read or write
-// lock, a semaphore lease or a term of leadership.
-type held interface {
-	Token() int64
-	Node() string
-	Done() <-chan struct{}
-	Err() error
-	release(ctx context.Context) error
-}
-
-type mutexHeld struct{ *mutex.Mutex }
-
-func (m mutexHeld) release(ctx context.Context) error { return m.Unlock(ctx) }
-
-type readHeld struct{ rw *rwlock.RWLock }
-
-func (r readHeld) Token() int64                      { return r.rw.RToken() }
-func (r readHeld) Node() string                      { return r.rw.RNode() }
-func (r readHeld) Done() <-chan struct{}             { return r.rw.RDone() }
-func (r readHeld) Err() error                        { return r.rw.RErr() }
-func (r readHeld) release(ctx context.Context) error { return r.rw.RUnlock(ctx) }
-
-type writeHeld struct{ *rwlock.RWLock }
-
-func (w writeHeld) release(ctx context.Context) error { return w.Unlock(ctx) }
-
-type leaseHeld struct{ *semaphore.Lease }
-
-func (l leaseHeld) release(ctx context.Context) error { return l.Release(ctx) }
-
-type termHeld struct{ *leader.Election }
-
-func (t termHeld) release(ctx context.Context) error { return t.Resign(ctx) }
-
 // runFlags are the flags of run.
 type runFlags struct {
 	holdFlags
@@ -209,7 +174,7 @@ func newRunCommand() *command {
 		if err != nil {
 			return err
 		}
-		take := func(ctx context.Context, c *recipe.Client) (held, error) {
+		take := func(ctx context.Context, c *recipe.Client) (recipe.Held, error) {
 			return f.take(ctx, c, path)
 		}
 		return hold(p, cfg, &f.holdFlags, path, argv, take)
@@ -218,61 +183,32 @@ func newRunCommand() *command {
 }
 
 // take acquires the kind of lock the flags ask for.
-func (f *runFlags) take(ctx context.Context, c *recipe.Client, path string) (held, error) {
-	wait := !f.nonblock
+func (f *runFlags) take(ctx context.Context, c *recipe.Client, path string) (recipe.Held, error) {
+	var a recipe.Acquirer
 	switch {
 	case f.leases > 0:
 		s, err := semaphore.New(c, path, f.leases)
 		if err != nil {
 			return nil, err
 		}
-		var l *semaphore.Lease
-		if wait {
-			l, err = s.Acquire(ctx)
-		} else {
-			l, err = s.TryAcquire(ctx)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return leaseHeld{l}, nil
+		a = s
 	case f.shared, f.exclusive:
 		rw, err := rwlock.New(c, path)
 		if err != nil {
 			return nil, err
 		}
-		switch {
-		case f.shared && wait:
-			err = rw.RLock(ctx)
-		case f.shared:
-			err = rw.TryRLock(ctx)
-		case wait:
-			err = rw.Lock(ctx)
-		default:
-			err = rw.TryLock(ctx)
-		}
-		if err != nil {
-			return nil, err
-		}
+		a = rw.Writer()
 		if f.shared {
-			return readHeld{rw}, nil
+			a = rw.Reader()
 		}
-		return writeHeld{rw}, nil
 	default:
 		m, err := mutex.New(c, path)
 		if err != nil {
 			return nil, err
 		}
-		if wait {
-			err = m.Lock(ctx)
-		} else {
-			err = m.TryLock(ctx)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return mutexHeld{m}, nil
+		a = m
 	}
+	return a.Take(ctx, !f.nonblock)
 }
 
 func newElectCommand() *command {
@@ -296,15 +232,12 @@ func newElectCommand() *command {
 		if err != nil {
 			return err
 		}
-		take := func(ctx context.Context, c *recipe.Client) (held, error) {
+		take := func(ctx context.Context, c *recipe.Client) (recipe.Held, error) {
 			e, err := newElection(c, path, id)
 			if err != nil {
 				return nil, err
 			}
-			if err := e.Campaign(ctx); err != nil {
-				return nil, err
-			}
-			return termHeld{e}, nil
+			return e.Take(ctx, true)
 		}
 		return hold(p, cfg, &f, path, argv, take)
 	}
@@ -313,7 +246,7 @@ func newElectCommand() *command {
 
 // hold connects, takes what take takes, runs CMD under it and releases it.
 func hold(p *proc, cfg connConfig, f *holdFlags, path string, argv []string,
-	take func(context.Context, *recipe.Client) (held, error)) error {
+	take func(context.Context, *recipe.Client) (recipe.Held, error)) error {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -347,10 +280,10 @@ func hold(p *proc, cfg connConfig, f *holdFlags, path string, argv []string,
 
 // releaseHeld releases h, bounded by releaseTimeout, and says on stderr
 // when that failed (closing the client ends the session anyway).
-func releaseHeld(p *proc, h held, path string) {
+func releaseHeld(p *proc, h recipe.Held, path string) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if err := h.release(ctx); err != nil {
+	if err := h.Release(ctx); err != nil {
 		fmt.Fprintf(p.stderr, "zklock: releasing %s: %v\n", path, err)
 	}
 }

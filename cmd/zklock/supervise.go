@@ -9,13 +9,15 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
 // supervise runs argv in its own process group with the ZKLOCK_ variables
 // of h, forwards the signals arriving on sigs to the group, and on loss of
 // h sends the group SIGTERM, then SIGKILL after killAfter. It returns CMD's
 // exit status and whether h was lost while CMD ran.
-func supervise(p *proc, h held, path string, argv []string, sigs <-chan os.Signal, killAfter time.Duration) (status int, lost bool) {
+func supervise(p *proc, h recipe.Held, path string, argv []string, sigs <-chan os.Signal, killAfter time.Duration) (status int, lost bool) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(),

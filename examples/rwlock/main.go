@@ -105,8 +105,8 @@ func visit(ctx context.Context, writer bool, n int) error {
 			}
 			var seen []string
 			for i := range doc {
-				if closed(rw.RDone()) { // lost: session expired or suspended too long
-					return fmt.Errorf("%s: read lock lost: %w", who, rw.RErr())
+				if closed(rw.Reader().Done()) { // lost: session expired or suspended too long
+					return fmt.Errorf("%s: read lock lost: %w", who, rw.Reader().Err())
 				}
 				seen = append(seen, *doc[i].Load())
 				time.Sleep(*pace)

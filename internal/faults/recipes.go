@@ -84,7 +84,7 @@ var Mutex = &Adapter{
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return takeExclusive(ctx, m) }, nil
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return take(ctx, m, Exclusive) }, nil
 	},
 }
 
@@ -132,42 +132,41 @@ func rwAdapter(name string, take func(context.Context, *rwlock.RWLock) (*Held, e
 
 // readLock takes rw's read lock.
 func readLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) {
-	if err := rw.RLock(ctx); err != nil {
-		return nil, err
-	}
-	return &Held{
-		Mode:    Shared,
-		Parts:   []Part{{Done: rw.RDone(), Err: rw.RErr, Token: rw.RToken(), Node: rw.RNode(), Suspended: rw.RSuspended, Resumed: rw.RResumed}},
-		Release: func(ctx context.Context) []error { return []error{rw.RUnlock(ctx)} },
-	}, nil
+	return take(ctx, rw.Reader(), Shared)
 }
 
 // writeLock takes rw's write lock.
-func writeLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) { return takeExclusive(ctx, rw) }
+func writeLock(ctx context.Context, rw *rwlock.RWLock) (*Held, error) {
+	return take(ctx, rw.Writer(), Exclusive)
+}
 
-// exclusive is what a mutex and the write side of a read/write lock have
-// in common.
-type exclusive interface {
-	Lock(ctx context.Context) error
-	Unlock(ctx context.Context) error
-	Done() <-chan struct{}
-	Err() error
-	Token() int64
-	Node() string
+// take takes a, waiting, and describes the hold as one part of mode.
+func take(ctx context.Context, a recipe.Acquirer, mode Mode) (*Held, error) {
+	h, err := a.Take(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Held{
+		Mode:    mode,
+		Parts:   []Part{part(h)},
+		Release: func(ctx context.Context) []error { return []error{h.Release(ctx)} },
+	}, nil
+}
+
+// suspender is what a recipe.Held has when it reports suspensions (all of
+// this module's do).
+type suspender interface {
 	Suspended() <-chan struct{}
 	Resumed() <-chan struct{}
 }
 
-// takeExclusive takes x and describes the hold.
-func takeExclusive(ctx context.Context, x exclusive) (*Held, error) {
-	if err := x.Lock(ctx); err != nil {
-		return nil, err
+// part describes h as it is now.
+func part(h recipe.Held) Part {
+	p := Part{Done: h.Done(), Err: h.Err, Token: h.Token(), Node: h.Node()}
+	if s, ok := h.(suspender); ok {
+		p.Suspended, p.Resumed = s.Suspended, s.Resumed
 	}
-	return &Held{
-		Mode:    Exclusive,
-		Parts:   []Part{{Done: x.Done(), Err: x.Err, Token: x.Token(), Node: x.Node(), Suspended: x.Suspended, Resumed: x.Resumed}},
-		Release: func(ctx context.Context) []error { return []error{x.Unlock(ctx)} },
-	}, nil
+	return p
 }
 
 // Semaphore is the adapter of a 2-lease semaphore.Semaphore: one cycle in
@@ -227,7 +226,7 @@ func semAdapter(name string, maxLeases int, take func(context.Context, *semaphor
 func leases(ls []*semaphore.Lease) *Held {
 	h := &Held{Mode: Lease}
 	for _, l := range ls {
-		h.Parts = append(h.Parts, Part{Done: l.Done(), Err: l.Err, Token: l.Token(), Node: l.Node(), Suspended: l.Suspended, Resumed: l.Resumed})
+		h.Parts = append(h.Parts, part(l))
 	}
 	h.Release = func(ctx context.Context) []error {
 		errs := make([]error, len(ls))
@@ -239,7 +238,8 @@ func leases(ls []*semaphore.Lease) *Held {
 	return h
 }
 
-// Leader is the adapter of leader.Election: Campaign, lead, Resign.
+// Leader is the adapter of leader.Election: Campaign, lead, resign the
+// term (Take and the term's Release).
 var Leader = &Adapter{
 	Name:        "leader",
 	NotAcquired: leader.ErrNotElected,
@@ -248,16 +248,9 @@ var Leader = &Adapter{
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return takeExclusive(ctx, term{e}) }, nil
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return take(ctx, e, Exclusive) }, nil
 	},
 }
-
-// term is an election seen as an exclusive lock: a campaign takes it, a
-// resignation releases it.
-type term struct{ *leader.Election }
-
-func (t term) Lock(ctx context.Context) error   { return t.Campaign(ctx) }
-func (t term) Unlock(ctx context.Context) error { return t.Resign(ctx) }
 
 // LeaderRun is leader.Election.Run as an acquire: the hold is one term
 // (Done is the term's context), and Release cancels Run's context, so
