@@ -90,10 +90,7 @@ func (s *Side) reenter() (again bool, err error) {
 	rw := s.rw
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
-	n := &rw.wn
-	if s.mode == Read {
-		n = &rw.rn
-	}
+	n := s.count()
 	if *n == 0 {
 		if s.mode == Write && rw.rn > 0 {
 			return false, fmt.Errorf("%w: %w: %s", ErrNotAcquired, ErrUpgrade, rw.Path())
@@ -131,16 +128,21 @@ func (s *Side) Release(ctx context.Context) error {
 	return nil
 }
 
+// count is the side's hold count in its RWLock. rw.mu must be held.
+func (s *Side) count() *int {
+	if s.mode == Read {
+		return &s.rw.rn
+	}
+	return &s.rw.wn
+}
+
 // countDown undoes one hold of the side and returns the hold to release
 // when none is left and no other hold rests on its node.
 func (s *Side) countDown() (*recipe.Hold, error) {
 	rw := s.rw
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
-	n := &rw.wn
-	if s.mode == Read {
-		n = &rw.rn
-	}
+	n := s.count()
 	if *n == 0 {
 		return nil, ErrNotHeld
 	}
