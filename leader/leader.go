@@ -11,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/reentrant"
 )
 
 // LockName is the name part of the election's nodes, the one Curator's
@@ -102,8 +103,8 @@ type Election struct {
 	id  string // the node data, as a string
 	log *slog.Logger
 
-	turn    recipe.Turn // serialises campaigns on this handle
-	running atomic.Bool // Run is in progress
+	turn    reentrant.Turn // serialises campaigns on this handle
+	running atomic.Bool    // Run is in progress
 
 	mu         sync.Mutex
 	hold       *recipe.Hold

@@ -97,7 +97,7 @@ type holding struct {
 // [Set.Lock]. A member is anything a [recipe.Acquirer] is: a
 // [mutex.Mutex], a side of a read/write lock ([rwlock.RWLock.Writer],
 // [rwlock.RWLock.Reader]), a [semaphore.Semaphore] (one lease), or a custom
-// recipe's [recipe.Lock] or [recipe.Handle]. It checks its input and does
+// recipe's [recipe.Lock] or [reentrant.Handle]. It checks its input and does
 // no I/O: no member, a nil one, two members of the same kind on one path,
 // or two members on one path that cannot be held together give an error
 // wrapping recipe.ErrInvalidArgument. A read and the write lock of one path

@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/reentrant"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -135,7 +136,7 @@ func TestCustomRecipeMembers(t *testing.T) {
 	custom := func(path string) *recipe.Lock {
 		return check[*recipe.Lock](t)(recipe.NewLock(c, path, recipe.LockSpec{LockName: "lock-", Driver: driver.Mutex()}, nil))
 	}
-	lk, h := custom(base+"/a"), recipe.NewHandle(custom(base+"/b"))
+	lk, h := custom(base+"/a"), reentrant.New(custom(base+"/b"))
 	set := newSet(t, h, lk, newMutex(t, c, base+"/c"))
 	ctx := locktest.Ctx(t, 20*time.Second)
 	if err := set.Lock(ctx); err != nil {

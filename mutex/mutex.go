@@ -7,6 +7,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/reentrant"
 )
 
 // LockName is the name part of the mutex's nodes, the same as Curator's
@@ -85,12 +86,12 @@ func Revoke(ctx context.Context, c *recipe.Client, path, node string) error {
 // handle is safe for concurrent use, but goroutines that must exclude each
 // other need handles of their own.
 //
-// Mutex is a [recipe.Handle]: Done, Err, Token, Node, Revoked, Suspended
+// Mutex is a [reentrant.Handle]: Done, Err, Token, Node, Revoked, Suspended
 // and Resumed report on the lock it holds (Err returns [ErrNotHeld] and
 // Token 0 when it holds nothing), and Take and Release are Lock (or
 // TryLock) and Unlock for code that takes any [recipe.Acquirer].
 type Mutex struct {
-	*recipe.Handle
+	*reentrant.Handle
 	lk *recipe.Lock
 }
 
@@ -118,7 +119,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	return &Mutex{Handle: recipe.NewHandle(lk), lk: lk}, nil
+	return &Mutex{Handle: reentrant.New(lk), lk: lk}, nil
 }
 
 // Lock acquires the mutex, waiting in line (first come, first served) until

@@ -52,11 +52,11 @@ type LockSpec struct {
 	// [Sentinel] to match ErrNotAcquired, so the error names the recipe
 	// once ("mutex: not acquired: /p: context deadline exceeded").
 	NotAcquired error
-	// WouldBlock, when set, labels the error of a [Handle]'s Take that
+	// WouldBlock, when set, labels the error of a reentrant.Handle's Take that
 	// finds the lock held elsewhere, in place of [ErrWouldBlock]: the
 	// recipe's own sentinel, made with [Sentinel] to match ErrWouldBlock.
 	WouldBlock error
-	// NotHeld, when set, is what a [Handle] returns in place of
+	// NotHeld, when set, is what a reentrant.Handle returns in place of
 	// [ErrNotHeld] when it holds nothing: the recipe's own sentinel, made
 	// with [Sentinel] to match ErrNotHeld.
 	NotHeld error
@@ -176,6 +176,16 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 
 // Path returns the lock directory.
 func (l *Lock) Path() string { return l.dir }
+
+// Spec returns the lock's LockSpec with its defaults filled in (Recipe,
+// Queue and the sentinels), for a handle built on the lock (see package
+// reentrant).
+func (l *Lock) Spec() LockSpec {
+	s := l.spec
+	s.Queue = append([]string(nil), l.queue...)
+	s.DirData = append([]byte(nil), s.DirData...)
+	return s
+}
 
 // Acquire enqueues a node and waits until the driver says it holds, or ctx
 // ends.

@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/reentrant"
 	"github.com/zkrecipes/zkrecipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -80,7 +81,7 @@ var kinds = map[string]func(t *testing.T, c *recipe.Client, path string) handle{
 		lk, err := recipe.NewLock(c, path, recipe.LockSpec{Recipe: "custom", LockName: "lock-", Driver: driver.Mutex(),
 			NotAcquired: customNotAcquired, WouldBlock: customWouldBlock, NotHeld: customNotHeld}, recipe.DefaultNodeData())
 		must(t, err)
-		return viaAcquirer(recipe.NewHandle(lk), lk.Participants,
+		return viaAcquirer(reentrant.New(lk), lk.Participants,
 			[]error{customNotAcquired, customWouldBlock, customNotHeld})
 	},
 	"rwlock.writer": func(t *testing.T, c *recipe.Client, path string) handle {
@@ -119,8 +120,8 @@ var (
 // Every held thing and every handle speaks the two interfaces.
 var (
 	_ recipe.Held     = (*recipe.Hold)(nil)
-	_ recipe.Held     = (*recipe.Handle)(nil)
-	_ recipe.Acquirer = (*recipe.Handle)(nil)
+	_ recipe.Held     = (*reentrant.Handle)(nil)
+	_ recipe.Acquirer = (*reentrant.Handle)(nil)
 	_ recipe.Acquirer = (*recipe.Lock)(nil)
 	_ recipe.Held     = (*mutex.Mutex)(nil)
 	_ recipe.Acquirer = (*mutex.Mutex)(nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/reentrant"
 )
 
 // Lock names of the nodes, ZooKeeper's read/write lock recipe's by default
@@ -151,7 +152,7 @@ type RWLock struct {
 	readName       string
 	writeName      string
 	data           []byte
-	turn           recipe.Turn // serialises the calls of both sides of this handle
+	turn           reentrant.Turn // serialises the calls of both sides of this handle
 	reader, writer Side
 
 	mu sync.Mutex

@@ -1,68 +1,33 @@
-package recipe
+package reentrant
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
-// Held is something held: a [*Hold], a mutex, either side of a read/write
-// lock, a semaphore lease, a leader's term, or a custom recipe's hold.
-type Held interface {
-	// Done is closed when the hold ends: lost or released.
-	Done() <-chan struct{}
-	// Err is nil while the hold is in force; it wraps [ErrLost] and the
-	// reason once it was lost, [ErrNotHeld] once it was released.
-	Err() error
-	// Token is the hold's fencing token, 0 when nothing is held.
-	Token() int64
-	// Node is the name of the hold's node, "" when nothing is held.
-	Node() string
-	// Release lets go of the hold, deleting its node.
-	Release(ctx context.Context) error
-}
-
-// Acquirer is something that can be acquired into a [Held]: a [*Lock], a
-// [*Handle], a mutex, either side of a read/write lock, a semaphore, an
-// election. [multilock] and the zklock command take any of them.
-type Acquirer interface {
-	// Path is the lock's path.
-	Path() string
-	// Take acquires, waiting in line when wait is true; with wait false it
-	// looks once, and an error wrapping [ErrWouldBlock] says the lock is
-	// held elsewhere.
-	Take(ctx context.Context, wait bool) (Held, error)
-}
-
-// Take is [Lock.Acquire] (wait) or [Lock.TryAcquire] returning the hold as
-// a [Held], so that a Lock is an [Acquirer].
-func (l *Lock) Take(ctx context.Context, wait bool) (Held, error) {
-	h, err := l.acquireOne(ctx, !wait)
-	if err != nil {
-		return nil, err
-	}
-	return h, nil
-}
-
-// Handle is the reentrant handle of a recipe built on a [Lock], as the
+// Handle is the reentrant handle of a recipe built on a [recipe.Lock], as the
 // mutex is: Take on a handle that holds only counts, and the lock is
 // released when Release has been called as many times. Calls on one handle
 // run one at a time. Its errors carry the recipe's sentinels from
-// [LockSpec]. A Handle is a [Held] and an [Acquirer], and is safe for
+// [recipe.LockSpec]. A Handle is a [recipe.Held] and an [recipe.Acquirer], and is safe for
 // concurrent use; goroutines that must exclude each other need handles of
 // their own.
 type Handle struct {
-	lk   *Lock
-	turn Turn // serialises Take and Release
+	lk   *recipe.Lock
+	spec recipe.LockSpec // lk's, for its sentinels and name
+	turn Turn            // serialises Take and Release
 
 	mu    sync.Mutex
-	hold  *Hold
+	hold  *recipe.Hold
 	count int
 }
 
-// NewHandle returns a handle on lk that holds nothing.
-func NewHandle(lk *Lock) *Handle { return &Handle{lk: lk} }
+// New returns a handle on lk that holds nothing.
+func New(lk *recipe.Lock) *Handle { return &Handle{lk: lk, spec: lk.Spec()} }
 
 // Path returns the lock's path.
 func (h *Handle) Path() string { return h.lk.Path() }
@@ -72,14 +37,14 @@ func (h *Handle) Path() string { return h.lk.Path() }
 // hold count, without I/O, and returns the handle.
 //
 // With wait false and the lock held elsewhere, the error wraps
-// [LockSpec].WouldBlock (the node queued is deleted again). On failure
-// nothing more is held and the error wraps [LockSpec].NotAcquired and the
+// [recipe.LockSpec].WouldBlock (the node queued is deleted again). On failure
+// nothing more is held and the error wraps [recipe.LockSpec].NotAcquired and the
 // cause, such as ctx.Err(); on a handle whose hold was lost, the loss: call
 // Release first.
-func (h *Handle) Take(ctx context.Context, wait bool) (Held, error) {
-	spec := &h.lk.spec
+func (h *Handle) Take(ctx context.Context, wait bool) (recipe.Held, error) {
+	spec := &h.spec
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: %w: nil context", spec.NotAcquired, ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: %w: nil context", spec.NotAcquired, recipe.ErrInvalidArgument)
 	}
 	if err := h.turn.Take(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", spec.NotAcquired, h.Path(), err)
@@ -95,8 +60,12 @@ func (h *Handle) Take(ctx context.Context, wait bool) (Held, error) {
 		return h, nil
 	}
 	h.mu.Unlock()
-	hd, err := h.lk.acquireOne(ctx, !wait)
-	if errors.Is(err, ErrWouldBlock) {
+	acquire := h.lk.Acquire
+	if !wait {
+		acquire = h.lk.TryAcquire
+	}
+	hd, err := acquire(ctx)
+	if errors.Is(err, recipe.ErrWouldBlock) {
 		return nil, fmt.Errorf("%w: %s", spec.WouldBlock, h.Path())
 	}
 	if err != nil {
@@ -111,17 +80,17 @@ func (h *Handle) Take(ctx context.Context, wait bool) (Held, error) {
 // Release undoes one Take. When the hold count reaches zero it deletes the
 // node (retrying connection loss until ctx ends) and the handle holds
 // nothing, whatever the outcome. On a handle that holds nothing it returns
-// [LockSpec].NotHeld without I/O. A nil ctx is refused with an error
-// wrapping [ErrInvalidArgument] and changes nothing.
+// [recipe.LockSpec].NotHeld without I/O. A nil ctx is refused with an error
+// wrapping [recipe.ErrInvalidArgument] and changes nothing.
 //
 // If the hold was lost meanwhile, Release deletes nobody's node and returns
-// an error wrapping [ErrLost] and the reason. If ctx ends before the node
+// an error wrapping [recipe.ErrLost] and the reason. If ctx ends before the node
 // is deleted, the deletion goes on in the background while the session
 // lives and the error wraps ctx.Err().
 func (h *Handle) Release(ctx context.Context) error {
-	spec := &h.lk.spec
+	spec := &h.spec
 	if ctx == nil {
-		return fmt.Errorf("%s: release: %w: nil context", spec.Recipe, ErrInvalidArgument)
+		return fmt.Errorf("%s: release: %w: nil context", spec.Recipe, recipe.ErrInvalidArgument)
 	}
 	if err := h.turn.Take(ctx); err != nil {
 		return fmt.Errorf("%s: release %s: %w", spec.Recipe, h.Path(), err)
@@ -147,7 +116,7 @@ func (h *Handle) Release(ctx context.Context) error {
 }
 
 // current returns the hold, if any.
-func (h *Handle) current() *Hold {
+func (h *Handle) current() *recipe.Hold {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.hold
@@ -156,7 +125,7 @@ func (h *Handle) current() *Hold {
 // Done returns a channel that is closed when the hold is lost (session
 // expired, node deleted by someone else, connection silent past the safe
 // window, client closed) or released; a closed channel when nothing is
-// held. It arms the hold's own-node watch as [Hold.Done] does.
+// held. It arms the hold's own-node watch as [recipe.Hold.Done] does.
 func (h *Handle) Done() <-chan struct{} {
 	if cur := h.current(); cur != nil {
 		return cur.Done()
@@ -165,15 +134,15 @@ func (h *Handle) Done() <-chan struct{} {
 }
 
 // Err returns nil while the lock is held and in force; an error wrapping
-// [ErrLost] and the reason once it was lost; [LockSpec].NotHeld when the
+// [recipe.ErrLost] and the reason once it was lost; [recipe.LockSpec].NotHeld when the
 // handle holds nothing.
 func (h *Handle) Err() error {
 	cur := h.current()
 	if cur == nil {
-		return h.lk.spec.NotHeld
+		return h.spec.NotHeld
 	}
 	if err := cur.Err(); err != nil {
-		return fmt.Errorf("%s %s: %w", h.lk.spec.Recipe, h.Path(), err)
+		return fmt.Errorf("%s %s: %w", h.spec.Recipe, h.Path(), err)
 	}
 	return nil
 }
@@ -196,7 +165,7 @@ func (h *Handle) Node() string {
 	return ""
 }
 
-// Revoked is [Hold.Revoked] of the current hold; nil (a channel that is
+// Revoked is [recipe.Hold.Revoked] of the current hold; nil (a channel that is
 // never ready) when nothing is held.
 func (h *Handle) Revoked() <-chan struct{} {
 	if cur := h.current(); cur != nil {
@@ -205,8 +174,8 @@ func (h *Handle) Revoked() <-chan struct{} {
 	return nil
 }
 
-// Suspended is [Hold.Suspended] of the current hold: closed while the
-// session is suspended (only with [WithSuspensionTolerance]); the holder
+// Suspended is [recipe.Hold.Suspended] of the current hold: closed while the
+// session is suspended (only with [recipe.WithSuspensionTolerance]); the holder
 // must stop acting as holder until Resumed closes, or Done does. nil
 // (never ready) when nothing is held.
 func (h *Handle) Suspended() <-chan struct{} {
@@ -216,7 +185,7 @@ func (h *Handle) Suspended() <-chan struct{} {
 	return nil
 }
 
-// Resumed is [Hold.Resumed] of the current hold: closed when the
+// Resumed is [recipe.Hold.Resumed] of the current hold: closed when the
 // suspension in progress is over and the hold was kept, or when none is in
 // progress. nil (never ready) when nothing is held.
 func (h *Handle) Resumed() <-chan struct{} {
@@ -225,3 +194,5 @@ func (h *Handle) Resumed() <-chan struct{} {
 	}
 	return nil
 }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
