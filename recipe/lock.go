@@ -120,40 +120,10 @@ func DefaultNodeData() []byte {
 // lock directory path. data is stored in every node this Lock creates (nil:
 // none; recipes default to [DefaultNodeData]).
 func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) {
-	if c == nil {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalidArgument)
-	}
-	if err := ValidatePath(path); err != nil {
+	if err := checkLock(c, path, spec, data); err != nil {
 		return nil, err
 	}
-	if spec.LockName == "" || strings.ContainsRune(spec.LockName, '/') {
-		return nil, fmt.Errorf("%w: lock name %q", ErrInvalidArgument, spec.LockName)
-	}
-	if spec.Driver == nil {
-		return nil, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
-	}
-	if spec.MaxHold < 0 {
-		return nil, fmt.Errorf("%w: negative maximum hold time %v", ErrInvalidArgument, spec.MaxHold)
-	}
-	if room := c.cfg.maxPacket - packetOverhead - len(path) - len(protectedPrefix) - 37 - len(spec.LockName); len(data) > room || len(spec.DirData) > room {
-		return nil, fmt.Errorf("%w: node data of %d bytes (directory data %d) exceeds the %d bytes a request to the servers may carry here (see WithMaxPacket)",
-			ErrInvalidArgument, len(data), len(spec.DirData), room)
-	}
-	if spec.Recipe == "" {
-		spec.Recipe = "lock"
-	}
-	if spec.NotAcquired == nil {
-		spec.NotAcquired = ErrNotAcquired
-	}
-	if spec.WouldBlock == nil {
-		spec.WouldBlock = ErrWouldBlock
-	}
-	if spec.NotHeld == nil {
-		spec.NotHeld = ErrNotHeld
-	}
-	if spec.DirMismatch == nil {
-		spec.DirMismatch = errDirData
-	}
+	spec = spec.withDefaults()
 	q := spec.Queue
 	if len(q) == 0 {
 		q = []string{spec.LockName}
@@ -172,6 +142,50 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 			telemetry.AttrRecipe.String(spec.Recipe), telemetry.AttrOutcome.String(o)))
 	}
 	return l, nil
+}
+
+// checkLock is NewLock's input check, a list of rules.
+func checkLock(c *Client, path string, spec LockSpec, data []byte) error {
+	if c == nil {
+		return fmt.Errorf("%w: nil client", ErrInvalidArgument)
+	}
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	if spec.LockName == "" || strings.ContainsRune(spec.LockName, '/') {
+		return fmt.Errorf("%w: lock name %q", ErrInvalidArgument, spec.LockName)
+	}
+	if spec.Driver == nil {
+		return fmt.Errorf("%w: nil driver", ErrInvalidArgument)
+	}
+	if spec.MaxHold < 0 {
+		return fmt.Errorf("%w: negative maximum hold time %v", ErrInvalidArgument, spec.MaxHold)
+	}
+	if room := c.cfg.maxPacket - packetOverhead - len(path) - len(protectedPrefix) - 37 - len(spec.LockName); len(data) > room || len(spec.DirData) > room {
+		return fmt.Errorf("%w: node data of %d bytes (directory data %d) exceeds the %d bytes a request to the servers may carry here (see WithMaxPacket)",
+			ErrInvalidArgument, len(data), len(spec.DirData), room)
+	}
+	return nil
+}
+
+// withDefaults fills in the name and the sentinels left unset.
+func (spec LockSpec) withDefaults() LockSpec {
+	if spec.Recipe == "" {
+		spec.Recipe = "lock"
+	}
+	if spec.NotAcquired == nil {
+		spec.NotAcquired = ErrNotAcquired
+	}
+	if spec.WouldBlock == nil {
+		spec.WouldBlock = ErrWouldBlock
+	}
+	if spec.NotHeld == nil {
+		spec.NotHeld = ErrNotHeld
+	}
+	if spec.DirMismatch == nil {
+		spec.DirMismatch = errDirData
+	}
+	return spec
 }
 
 // Path returns the lock directory.
