@@ -104,6 +104,7 @@ type Election struct {
 	log *slog.Logger
 
 	turn    reentrant.Turn // serialises campaigns on this handle
+	view    reentrant.View // of the current term
 	running atomic.Bool    // Run is in progress
 
 	mu         sync.Mutex
@@ -143,12 +144,14 @@ func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader: %w", err)
 	}
-	return &Election{
+	e := &Election{
 		lk:  lk,
 		c:   c,
 		id:  string(o.data),
 		log: o.log.With("election", path, "id", string(o.data)),
-	}, nil
+	}
+	e.view = reentrant.NewView(e.current, ErrNotLeader, "leader "+path)
+	return e, nil
 }
 
 // Path returns the election's path.
@@ -350,31 +353,19 @@ func (e *Election) IsLeader() bool {
 	return h != nil && h.Err() == nil
 }
 
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // Done returns a channel that is closed when the current term ends:
 // leadership lost (session expired, node deleted by someone else, client
 // closed, connection silent past the safe window) or resigned. Without a
 // term it returns a closed channel.
 func (e *Election) Done() <-chan struct{} {
-	if h := e.current(); h != nil {
-		return h.Done()
-	}
-	return closedChan
+	return e.view.Done()
 }
 
 // Err returns nil while this participant leads; an error wrapping [ErrLost]
 // and the reason once its term was lost; [ErrNotLeader] when it has no
 // term (it never led, or it resigned).
 func (e *Election) Err() error {
-	h := e.current()
-	if h == nil {
-		return ErrNotLeader
-	}
-	if err := h.Err(); err != nil {
-		return fmt.Errorf("leader %s: %w", e.Path(), err)
-	}
-	return nil
+	return e.view.Err()
 }
 
 // Token returns the fencing token of the current term (the czxid of the
@@ -384,10 +375,7 @@ func (e *Election) Err() error {
 // every system the leader writes to, and have them reject tokens lower than
 // one they have seen.
 func (e *Election) Token() int64 {
-	if h := e.current(); h != nil {
-		return h.Token()
-	}
-	return 0
+	return e.view.Token()
 }
 
 // Suspended returns a channel that is closed while the client's session is
@@ -399,10 +387,7 @@ func (e *Election) Token() int64 {
 // Suspended itself. After the suspension cleared, call it again for the
 // next one. nil (never ready) without a term.
 func (e *Election) Suspended() <-chan struct{} {
-	if h := e.current(); h != nil {
-		return h.Suspended()
-	}
-	return nil
+	return e.view.Suspended()
 }
 
 // Resumed returns a channel that is closed when the suspension in progress
@@ -410,18 +395,12 @@ func (e *Election) Suspended() <-chan struct{} {
 // progress; nil (never ready) without a term. If leadership is lost
 // instead, Done closes and this channel never does.
 func (e *Election) Resumed() <-chan struct{} {
-	if h := e.current(); h != nil {
-		return h.Resumed()
-	}
-	return nil
+	return e.view.Resumed()
 }
 
 // Node returns the name of the node of the current term, "" without one.
 func (e *Election) Node() string {
-	if h := e.current(); h != nil {
-		return h.Node()
-	}
-	return ""
+	return e.view.Node()
 }
 
 // Leader returns the current leader: the first participant in line. It

@@ -17,6 +17,7 @@ import (
 // concurrent use; goroutines that must exclude each other need handles of
 // their own.
 type Handle struct {
+	View // of the current hold
 	lk   *recipe.Lock
 	spec recipe.LockSpec // lk's, for its sentinels and name
 	turn Turn            // serialises Take and Release
@@ -27,7 +28,11 @@ type Handle struct {
 }
 
 // New returns a handle on lk that holds nothing.
-func New(lk *recipe.Lock) *Handle { return &Handle{lk: lk, spec: lk.Spec()} }
+func New(lk *recipe.Lock) *Handle {
+	h := &Handle{lk: lk, spec: lk.Spec()}
+	h.View = NewView(h.current, h.spec.NotHeld, h.spec.Recipe+" "+lk.Path())
+	return h
+}
 
 // Path returns the lock's path.
 func (h *Handle) Path() string { return h.lk.Path() }
@@ -121,78 +126,3 @@ func (h *Handle) current() *recipe.Hold {
 	defer h.mu.Unlock()
 	return h.hold
 }
-
-// Done returns a channel that is closed when the hold is lost (session
-// expired, node deleted by someone else, connection silent past the safe
-// window, client closed) or released; a closed channel when nothing is
-// held. It arms the hold's own-node watch as [recipe.Hold.Done] does.
-func (h *Handle) Done() <-chan struct{} {
-	if cur := h.current(); cur != nil {
-		return cur.Done()
-	}
-	return closedChan
-}
-
-// Err returns nil while the lock is held and in force; an error wrapping
-// [recipe.ErrLost] and the reason once it was lost; [recipe.LockSpec].NotHeld when the
-// handle holds nothing.
-func (h *Handle) Err() error {
-	cur := h.current()
-	if cur == nil {
-		return h.spec.NotHeld
-	}
-	if err := cur.Err(); err != nil {
-		return fmt.Errorf("%s %s: %w", h.spec.Recipe, h.Path(), err)
-	}
-	return nil
-}
-
-// Token returns the fencing token of the current hold (the czxid of its
-// node, strictly increasing from one holder to the next across the whole
-// ensemble), or 0 when nothing is held.
-func (h *Handle) Token() int64 {
-	if cur := h.current(); cur != nil {
-		return cur.Token()
-	}
-	return 0
-}
-
-// Node returns the name of the node of the current hold, "" when none.
-func (h *Handle) Node() string {
-	if cur := h.current(); cur != nil {
-		return cur.Node()
-	}
-	return ""
-}
-
-// Revoked is [recipe.Hold.Revoked] of the current hold; nil (a channel that is
-// never ready) when nothing is held.
-func (h *Handle) Revoked() <-chan struct{} {
-	if cur := h.current(); cur != nil {
-		return cur.Revoked()
-	}
-	return nil
-}
-
-// Suspended is [recipe.Hold.Suspended] of the current hold: closed while the
-// session is suspended (only with [recipe.WithSuspensionTolerance]); the holder
-// must stop acting as holder until Resumed closes, or Done does. nil
-// (never ready) when nothing is held.
-func (h *Handle) Suspended() <-chan struct{} {
-	if cur := h.current(); cur != nil {
-		return cur.Suspended()
-	}
-	return nil
-}
-
-// Resumed is [recipe.Hold.Resumed] of the current hold: closed when the
-// suspension in progress is over and the hold was kept, or when none is in
-// progress. nil (never ready) when nothing is held.
-func (h *Handle) Resumed() <-chan struct{} {
-	if cur := h.current(); cur != nil {
-		return cur.Resumed()
-	}
-	return nil
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -199,7 +199,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
 		return nil, fmt.Errorf("rwlock: %w", err)
 	}
 	rw := &RWLock{c: c, read: read, write: write, readName: o.read, writeName: o.write, data: o.data}
-	rw.reader, rw.writer = Side{rw, Read}, Side{rw, Write}
+	rw.reader, rw.writer = newSide(rw, Read), newSide(rw, Write)
 	return rw, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/reentrant"
 )
 
 // Side is one mode of an [RWLock] handle, its read side ([RWLock.Reader])
@@ -14,9 +15,23 @@ import (
 // without wait), and a [recipe.Held] whose Release is RUnlock or Unlock.
 // Both sides share the handle's counts, its downgrade and its upgrade
 // refusal, and one turn serialises the calls of both.
+//
+// Done, Err, Token, Node, Revoked, Suspended and Resumed report on the
+// node the side's lock rests on: for the read side, the write node while
+// the read hold rides on it (see Downgrade in the package documentation).
+// Every write hold granted after a read hold has a greater token, so a
+// store can tell a reader's view from a later writer's.
 type Side struct {
-	rw   *RWLock
-	mode Mode
+	reentrant.View // of the side's current hold
+	rw             *RWLock
+	mode           Mode
+}
+
+// newSide returns the side of rw in mode m.
+func newSide(rw *RWLock, m Mode) Side {
+	s := Side{rw: rw, mode: m}
+	s.View = reentrant.NewView(s.hold, ErrNotHeld, fmt.Sprintf("rwlock %s (%s)", rw.Path(), m))
+	return s
 }
 
 var (
@@ -178,90 +193,8 @@ func (rw *RWLock) holdLocked(m Mode) *recipe.Hold {
 }
 
 // hold returns the side's hold, nil when it holds nothing.
-func (s *Side) hold() *recipe.Hold {
+func (s Side) hold() *recipe.Hold {
 	s.rw.mu.Lock()
 	defer s.rw.mu.Unlock()
 	return s.rw.holdLocked(s.mode)
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// Done returns a channel that is closed when the side's lock held by this
-// handle is lost (session expired, node deleted by someone else, connection
-// silent past the safe window, client closed) or released; a closed channel
-// when the side holds nothing.
-func (s *Side) Done() <-chan struct{} {
-	if h := s.hold(); h != nil {
-		return h.Done()
-	}
-	return closedChan
-}
-
-// Err returns nil while the side's lock is held and in force; an error
-// wrapping [ErrLost] and the reason once it was lost; [ErrNotHeld] when the
-// side holds nothing.
-func (s *Side) Err() error {
-	h := s.hold()
-	if h == nil {
-		return ErrNotHeld
-	}
-	if err := h.Err(); err != nil {
-		return fmt.Errorf("rwlock %s (%s): %w", s.Path(), s.mode, err)
-	}
-	return nil
-}
-
-// Token returns the fencing token of the node the side's lock rests on
-// (its czxid, strictly increasing across the whole ensemble), or 0 when it
-// holds nothing. Every write hold granted after a read hold has a greater
-// token, so a store can tell a reader's view from a later writer's.
-func (s *Side) Token() int64 {
-	if h := s.hold(); h != nil {
-		return h.Token()
-	}
-	return 0
-}
-
-// Node returns the name of the node the side's lock rests on (for the read
-// side, the write node while the read hold rides on it), "" when it holds
-// nothing.
-func (s *Side) Node() string {
-	if h := s.hold(); h != nil {
-		return h.Node()
-	}
-	return ""
-}
-
-// Revoked returns a channel closed when someone asks the holder to let go
-// (see [WithRevocable] and [Revoke]); nil (never ready) when the side holds
-// nothing.
-func (s *Side) Revoked() <-chan struct{} {
-	if h := s.hold(); h != nil {
-		return h.Revoked()
-	}
-	return nil
-}
-
-// Suspended returns a channel that is closed while the client's session is
-// suspended (only with recipe.WithSuspensionTolerance; see
-// [recipe.Hold.Suspended] for the exact contract): the holder must stop
-// acting as holder until [Side.Resumed] closes, or Done does. After the
-// suspension cleared, call it again for the next one. nil (never ready)
-// when the side holds nothing.
-func (s *Side) Suspended() <-chan struct{} {
-	if h := s.hold(); h != nil {
-		return h.Suspended()
-	}
-	return nil
-}
-
-// Resumed returns a channel that is closed when the suspension in progress
-// is over and the lock was kept; a closed channel while no suspension is in
-// progress; nil (never ready) when the side holds nothing. If the lock is
-// lost instead, Done closes and this channel never does.
-func (s *Side) Resumed() <-chan struct{} {
-	if h := s.hold(); h != nil {
-		return h.Resumed()
-	}
-	return nil
 }

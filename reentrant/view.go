@@ -1,0 +1,105 @@
+package reentrant
+
+import (
+	"fmt"
+
+	"github.com/zkrecipes/zkrecipes/recipe"
+)
+
+// View answers, for a handle whose hold changes over time, what its
+// current hold answers (loss signal, error, fencing token, node,
+// revocation and suspension signals), with the answers of a handle that
+// holds nothing: Done closed, Err the recipe's not-held sentinel, Token 0,
+// Node "", Revoked, Suspended and Resumed nil (never ready). Embed one in
+// a handle type to give it these methods; [Handle] does, and so do the
+// read/write lock's sides and the leader election.
+type View struct {
+	current func() *recipe.Hold
+	notHeld error
+	label   string
+}
+
+// NewView returns the view of the hold current returns (nil when there is
+// none). Err returns notHeld when nothing is held, and a loss wrapped as
+// "label: reason" (label names the handle, such as "mutex /locks/orders").
+func NewView(current func() *recipe.Hold, notHeld error, label string) View {
+	return View{current: current, notHeld: notHeld, label: label}
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done returns a channel that is closed when the current hold is lost
+// (session expired, node deleted by someone else, connection silent past
+// the safe window, client closed) or released; a closed channel when
+// nothing is held. It arms the hold's own-node watch as
+// [recipe.Hold.Done] does.
+func (v View) Done() <-chan struct{} {
+	if h := v.current(); h != nil {
+		return h.Done()
+	}
+	return closedChan
+}
+
+// Err returns nil while the hold is in force; an error wrapping
+// [recipe.ErrLost] and the reason once it was lost; the recipe's not-held
+// sentinel when nothing is held.
+func (v View) Err() error {
+	h := v.current()
+	if h == nil {
+		return v.notHeld
+	}
+	if err := h.Err(); err != nil {
+		return fmt.Errorf("%s: %w", v.label, err)
+	}
+	return nil
+}
+
+// Token returns the fencing token of the current hold (the czxid of its
+// node, strictly increasing from one holder to the next across the whole
+// ensemble), or 0 when nothing is held.
+func (v View) Token() int64 {
+	if h := v.current(); h != nil {
+		return h.Token()
+	}
+	return 0
+}
+
+// Node returns the name of the node of the current hold, "" when none.
+func (v View) Node() string {
+	if h := v.current(); h != nil {
+		return h.Node()
+	}
+	return ""
+}
+
+// Revoked is [recipe.Hold.Revoked] of the current hold; nil (a channel
+// that is never ready) when nothing is held.
+func (v View) Revoked() <-chan struct{} {
+	if h := v.current(); h != nil {
+		return h.Revoked()
+	}
+	return nil
+}
+
+// Suspended is [recipe.Hold.Suspended] of the current hold: closed while
+// the session is suspended (only with [recipe.WithSuspensionTolerance]);
+// the holder must stop acting as holder until Resumed closes, or Done
+// does. After the suspension cleared, call it again for the next one. nil
+// (never ready) when nothing is held.
+func (v View) Suspended() <-chan struct{} {
+	if h := v.current(); h != nil {
+		return h.Suspended()
+	}
+	return nil
+}
+
+// Resumed is [recipe.Hold.Resumed] of the current hold: closed when the
+// suspension in progress is over and the hold was kept, or while none is
+// in progress. nil (never ready) when nothing is held. If the hold is
+// lost instead, Done closes and this channel never does.
+func (v View) Resumed() <-chan struct{} {
+	if h := v.current(); h != nil {
+		return h.Resumed()
+	}
+	return nil
+}
