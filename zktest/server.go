@@ -76,7 +76,11 @@ func (p *process) exited() bool {
 // ErrNotInstalled. On a start-up failure the process is killed and the
 // error carries the last lines of the server's log.
 func NewServer(opts ...Option) (*Server, error) {
-	set := newSettings(opts)
+	return startServer(newSettings(opts))
+}
+
+// startServer is NewServer with its options applied.
+func startServer(set settings) (*Server, error) {
 	if err := set.check(false); err != nil {
 		return nil, err
 	}

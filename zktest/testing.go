@@ -69,10 +69,7 @@ func startFor(set settings) (*Server, error) {
 	if err != nil || ext != nil {
 		return ext, err
 	}
-	if err := set.check(false); err != nil {
-		return nil, err
-	}
-	return NewServer(func(s *settings) { *s = set })
+	return startServer(set)
 }
 
 // skipShort skips the test under go test -short: real ZooKeeper tests do
