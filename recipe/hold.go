@@ -315,7 +315,10 @@ func (h *Hold) Release(ctx context.Context) error {
 		span.SetAttributes(telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrPath.String(h.l.dir),
 			telemetry.AttrNode.String(h.node), telemetry.AttrToken.Int64(h.token))
 	}
-	err := h.releaseError(h.deleteNode(ctx))
+	err, leftOver := h.releaseError(h.deleteNode(ctx))
+	if leftOver {
+		c.cleanup(h.cleanupJob())
+	}
 	if err == nil {
 		if h.sweep {
 			c.cleanup(cleanupJob{dir: h.l.dir, prefix: h.prefix, sweep: true})
@@ -353,22 +356,21 @@ func (h *Hold) deleteNode(ctx context.Context) error {
 	return err
 }
 
-// releaseError is Release's error for the outcome err of deleteNode. A
-// delete that failed for another reason than the hold's end is left to
-// cleanup.
-func (h *Hold) releaseError(err error) error {
+// releaseError is Release's error for the outcome err of deleteNode, and
+// whether the node may still be there (a delete that failed for another
+// reason than the hold's end), to be left to cleanup.
+func (h *Hold) releaseError(err error) (_ error, leftOver bool) {
 	switch {
 	case err == nil:
-		return nil
+		return nil, false
 	case errors.Is(err, zk.ErrNoNode):
-		return lostError(ErrNodeDeleted)
+		return lostError(ErrNodeDeleted), false
 	case errors.Is(err, ErrSessionExpired), errors.Is(err, zk.ErrSessionExpired):
-		return lostError(ErrSessionExpired)
+		return lostError(ErrSessionExpired), false
 	case errors.Is(err, ErrClosed):
-		return lostError(ErrClosed)
+		return lostError(ErrClosed), false
 	}
-	h.l.c.cleanup(h.cleanupJob())
-	return opError("release", h.path, err)
+	return opError("release", h.path, err), true
 }
 
 // finish ends the hold with err unless a loss was recorded first.
