@@ -304,23 +304,18 @@ func (e *Election) Take(ctx context.Context, wait bool) (recipe.Held, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &term{e: e, h: h}, nil
+	return &term{Hold: h, e: e}, nil
 }
 
-// term is one term of leadership, as Take returns it.
+// term is one term of leadership, as Take returns it: its hold, with the
+// election's sentinels and a Release that resigns it.
 type term struct {
+	*recipe.Hold
 	e *Election
-	h *recipe.Hold
 }
-
-func (t *term) Done() <-chan struct{}      { return t.h.Done() }
-func (t *term) Token() int64               { return t.h.Token() }
-func (t *term) Node() string               { return t.h.Node() }
-func (t *term) Suspended() <-chan struct{} { return t.h.Suspended() }
-func (t *term) Resumed() <-chan struct{}   { return t.h.Resumed() }
 
 func (t *term) Err() error {
-	err := t.h.Err()
+	err := t.Hold.Err()
 	switch {
 	case err == nil:
 		return nil
@@ -334,7 +329,7 @@ func (t *term) Release(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("leader: resign: %w: nil context", recipe.ErrInvalidArgument)
 	}
-	return t.e.resign(ctx, t.h)
+	return t.e.resign(ctx, t.Hold)
 }
 
 // current returns the hold of the current term, if any.
