@@ -23,6 +23,21 @@
 // marks where the sequence begins. [Sequence] extracts it, [Filter] keeps
 // the children that carry a lock name, and [Sort] puts them in queue order.
 //
+// # Kinds of node
+//
+// One table ([KindNamed], [KindOf], [LockNames]) names the kinds of lock
+// node the recipes know: ours ("lock-", "read-"/"write-", "lease-",
+// "latch-"), the names Apache Curator's lock recipes and go-zookeeper's
+// zk.Lock write ("lock-", "__READ__"/"__WRIT__", "latch-"), and kazoo's
+// Lock ("__lock__", [Kind].Foreign: no recipe of ours writes it). A
+// mutex's queue holds both "lock-" and "__lock__" nodes, ordered by
+// their sequence numbers, which the directory's counter gives them.
+// [Classify] sorts every other child: a lock-like name of no known kind
+// (ending in ten or more digits, such as kazoo's read lock's "__rlock__"
+// nodes) and Curator's semaphore layout ("leases", "locks") are nodes no
+// recipe here can order, which the engine refuses; anything else is left
+// alone.
+//
 // # Using a driver
 //
 // A recipe lists the children of its lock directory and asks the driver:

@@ -45,6 +45,12 @@ func FuzzSequence(f *testing.F) {
 		if _, ok := Sequence(name); ok {
 			t.Fatalf("Sequence(%q) without lock names = ok", name)
 		}
+		// Classify agrees with KindOf: a name of a known kind is Native or
+		// Foreign, any other is never.
+		_, _, known := KindOf(name)
+		if c := Classify(name); known != (c == Native || c == Foreign) {
+			t.Fatalf("Classify(%q) = %v, KindOf ok = %v", name, c, known)
+		}
 	})
 }
 

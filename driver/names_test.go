@@ -202,6 +202,8 @@ func TestKindOf(t *testing.T) {
 		{"write-0000000005", "write-", "write", true},
 		{"_c_x-lease-0000000006", "lease-", "lease", true},
 		{"_c_x-latch-0000000008", "latch-", "latch", true},
+		{"3c9e5a1f0b7d4e2a8c6b1d0e9f7a5b3c__lock__0000000009", "__lock__", "mutex", true}, // kazoo's Lock
+		{"3c9e5a1f0b7d4e2a8c6b1d0e9f7a5b3c__rlock__0000000010", "", "", false},            // kazoo's ReadLock
 		{"lock-", "", "", false},          // no sequence
 		{"lock-12a", "", "", false},       // not digits at the end
 		{"job-0000000001", "", "", false}, // unknown lock name
@@ -215,7 +217,7 @@ func TestKindOf(t *testing.T) {
 			t.Errorf("KindOf(%q) = %q, %q, %v; want %q, %q, %v", tt.name, ln, kind, ok, tt.lockName, tt.kind, tt.ok)
 		}
 	}
-	if got := LockNames(); len(got) != 7 || got[0] != "lock-" {
+	if got := LockNames(); len(got) != 8 || got[0] != "lock-" || !slices.Contains(got, "__lock__") {
 		t.Errorf("LockNames() = %v", got)
 	}
 }
@@ -229,7 +231,8 @@ func TestKindTable(t *testing.T) {
 		sorted []string
 		held   []bool
 	}{
-		{"lock-", "mutex", []string{"lock-"}, []string{"lock-1", "lock-2"}, []bool{true, false}},
+		{"lock-", "mutex", []string{"lock-", "__lock__"}, []string{"lock-1", "__lock__2", "lock-3"}, []bool{true, false, false}},
+		{"__lock__", "mutex", []string{"lock-", "__lock__"}, []string{"__lock__1", "lock-2", "__lock__3"}, []bool{true, false, false}},
 		{"latch-", "latch", []string{"latch-"}, []string{"latch-1", "latch-2"}, []bool{true, false}},
 		{"read-", "read", []string{"read-", "write-"}, []string{"read-1", "read-2", "write-3", "read-4"}, []bool{true, true, false, false}},
 		{"write-", "write", []string{"read-", "write-"}, []string{"write-1", "write-2"}, []bool{true, false}},
@@ -264,5 +267,44 @@ func TestKindTable(t *testing.T) {
 	}
 	if _, ok := KindNamed("job-"); ok {
 		t.Error("KindNamed(job-) found a kind")
+	}
+	for _, k := range kinds {
+		if k.Foreign != (k.LockName == "__lock__") || (k.Kazoo != "") != k.Foreign {
+			t.Errorf("%s: Foreign %v, Kazoo %q: only kazoo's __lock__ is foreign", k.LockName, k.Foreign, k.Kazoo)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	const kazoo = "3c9e5a1f0b7d4e2a8c6b1d0e9f7a5b3c"
+	tests := []struct {
+		name string
+		want Class
+	}{
+		{"_c_2b7a6e4e-6d7b-4a5e-9c1e-0a4b5c6d7e8f-lock-0000000007", Native},    // ours, Curator's InterProcessMutex
+		{"_c_2b7a6e4e6d7b4a5e9c1e0a4b5c6d7e8f-lock-0000000007", Native},        // go-zookeeper's zk.Lock
+		{"_c_2b7a6e4e-6d7b-4a5e-9c1e-0a4b5c6d7e8f-__WRIT__0000000001", Native}, // Curator's write lock
+		{"_c_2b7a6e4e-6d7b-4a5e-9c1e-0a4b5c6d7e8f-latch-0000000001", Native},   // LeaderLatch
+		{"_c_2b7a6e4e-6d7b-4a5e-9c1e-0a4b5c6d7e8f-lease-0000000001", Native},   // our semaphore
+		{"lock-1", Native},                           // hand-made, short sequence
+		{kazoo + "__lock__0000000002", Foreign},      // kazoo's Lock, WriteLock, Election
+		{kazoo + "__rlock__0000000003", Unknown},     // kazoo's ReadLock
+		{"member-0000000004", Unknown},               // some other recipe
+		{"0000000005", Unknown},                      // a bare sequence
+		{"lock-" + strings.Repeat("1", 20), Unknown}, // too long for a sequence of ours
+		{"leases", Layout}, {"locks", Layout},        // Curator's InterProcessSemaphoreV2
+		{"config", Unrelated}, {"leases2", Unrelated}, {"lock", Unrelated}, // persistent children
+		{"shard-123456789", Unrelated}, {kazoo, Unrelated}, {"", Unrelated}, // fewer than ten digits at the end
+		{"Leases", Unrelated}, {"locks/x", Unrelated}, {"version-2024", Unrelated},
+	}
+	for _, tt := range tests {
+		if got := Classify(tt.name); got != tt.want {
+			t.Errorf("Classify(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	for c := Unrelated; c <= Layout+1; c++ {
+		if c.String() == "" {
+			t.Errorf("Class(%d) has no text", int(c))
+		}
 	}
 }
