@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -314,8 +313,7 @@ func (l *Lock) recordFailed(ctx context.Context, span trace.Span, err error, wai
 	case "timeout":
 		l.c.ins.timeouts.Add(ctx, 1, l.attrs)
 	case "error":
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		recordError(span, err)
 	}
 	if l.c.debugging() {
 		l.c.log.Debug("acquire failed", "recipe", l.spec.Recipe, "path", l.dir, "outcome", outcome, "err", err)

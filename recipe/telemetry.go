@@ -2,9 +2,15 @@ package recipe
 
 import (
 	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zkrecipes/zkrecipes/telemetry"
 )
@@ -72,4 +78,72 @@ func lossReason(err error) string {
 // recipeAttrs returns the metric attribute set of a recipe, built once per Lock.
 func recipeAttrs(recipe string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(telemetry.AttrRecipe.String(recipe)))
+}
+
+// Bounds on the text a span carries from outside the library's control.
+// Node data may be anything up to the server's jute.maxbuffer (about
+// 1 MiB): a waiter's span copies only the start of it. An error message
+// can quote node data too (a mismatched directory's data, say).
+const (
+	maxAttrData    = 256  // bytes of node data in an attribute
+	maxAttrMessage = 1024 // bytes of an error message in an exception event or the status
+)
+
+// dataAttr returns node data as an attribute value: valid UTF-8 (each
+// byte that is not is replaced by U+FFFD) of at most maxAttrData bytes,
+// cut at a character boundary and then marked "…(cut, N bytes)", N being
+// the data's full length. Short UTF-8 data is returned as it is.
+func dataAttr(data []byte) string {
+	// clip never reads past maxAttrData+utf8.UTFMax bytes: its output
+	// grows at least as fast as its input is read.
+	return clip(string(data[:min(len(data), maxAttrData+utf8.UTFMax)]), len(data), maxAttrData)
+}
+
+// clip returns s, the first bytes of a text of full bytes, as valid UTF-8
+// of at most limit bytes, plus the "…(cut, N bytes)" mark when the text
+// was cut.
+func clip(s string, full, limit int) string {
+	if len(s) == full && len(s) <= limit && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if b.Len()+utf8.RuneLen(r) > limit {
+			break
+		}
+		b.WriteRune(r) // utf8.RuneError, for a byte that is not UTF-8, is U+FFFD
+		i += n
+	}
+	if i < full {
+		b.WriteString("…(cut, " + strconv.Itoa(full) + " bytes)")
+	}
+	return b.String()
+}
+
+// recordError records err on span as an exception event and sets the
+// span's status to Error. A message longer than maxAttrMessage bytes (one
+// that quotes node data) is cut as clip cuts.
+func recordError(span trace.Span, err error) {
+	msg := err.Error()
+	short := clip(msg, len(msg), maxAttrMessage)
+	if short == msg {
+		span.RecordError(err)
+	} else {
+		span.AddEvent("exception", trace.WithAttributes(
+			attribute.String("exception.type", errorType(err)),
+			attribute.String("exception.message", short)))
+	}
+	span.SetStatus(codes.Error, short)
+}
+
+// errorType names the type of err as the OpenTelemetry SDK does in an
+// exception event.
+func errorType(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
 }

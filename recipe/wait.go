@@ -75,7 +75,7 @@ func (a *attempt) watching(n string, data []byte, ch <-chan zk.Event) {
 		// Who we wait on: the read that set the watch brought the
 		// node's data, its holder's identity.
 		a.span.SetAttributes(telemetry.AttrWaitingOnNode.String(n),
-			telemetry.AttrWaitingOn.String(string(data)))
+			telemetry.AttrWaitingOn.String(dataAttr(data)))
 	}
 }
 
