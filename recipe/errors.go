@@ -15,6 +15,7 @@ import (
 //	try form finds it held elsewhere       ErrWouldBlock
 //	release of nothing held, or twice      ErrNotHeld
 //	Err() after ownership was lost         ErrLost and the reason below
+//	Commit sent, reply never came          ErrCommitUnknown
 var (
 	// ErrNotAcquired is wrapped by the error of every acquire that did not
 	// succeed, together with the cause: ctx.Err() when its context ended,
@@ -52,6 +53,20 @@ var (
 	// ErrPermission: ZooKeeper refused the operation for lack of rights
 	// (the node's ACL does not grant them to this client's credentials).
 	ErrPermission = errors.New("recipe: permission denied")
+	// ErrCommitUnknown: a guarded transaction ([Hold.Commit]) was sent
+	// but its reply never came (the connection was lost, or the context
+	// ended): it may have been applied, while the hold was in force, or
+	// not at all. It is not sent again by itself.
+	ErrCommitUnknown = errors.New("recipe: commit outcome unknown")
+	// ErrNodeExists, ErrNoNode, ErrVersionMismatch and ErrNotEmpty are
+	// the common reasons why ZooKeeper refuses an op of a guarded
+	// transaction ([OpError]): the node to create exists, the node named
+	// does not, its data version is not the one expected, the node to
+	// delete has children.
+	ErrNodeExists      = errors.New("recipe: node exists")
+	ErrNoNode          = errors.New("recipe: no node")
+	ErrVersionMismatch = errors.New("recipe: version mismatch")
+	ErrNotEmpty        = errors.New("recipe: node has children")
 	// ErrInvalidArgument reports bad input detected before any I/O.
 	ErrInvalidArgument = errors.New("recipe: invalid argument")
 	// ErrInvalidPath reports a lock path that is not an absolute, clean

@@ -18,6 +18,10 @@ type Held interface {
 	Node() string
 	// Release lets go of the hold, deleting its node.
 	Release(ctx context.Context) error
+	// Commit applies ops in one transaction that also checks the hold's
+	// node: all of them while the hold is in force, or none. See
+	// [Hold.Commit].
+	Commit(ctx context.Context, ops ...Op) ([]Result, error)
 }
 
 // Acquirer is something that can be acquired into a [Held]: a [*Lock], a

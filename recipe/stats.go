@@ -12,6 +12,8 @@ type Stats struct {
 	Creates, Deletes, Lists, Reads int64
 	// Writes counts setData requests (revocation).
 	Writes int64
+	// Commits counts guarded transactions sent ([Hold.Commit]).
+	Commits int64
 	// Wakeups counts watch events that woke a waiting acquire.
 	Wakeups int64
 	// Retries counts operations retried after a connection-loss error.
@@ -34,14 +36,16 @@ type Stats struct {
 }
 
 // RoundTrips returns the number of requests counted in s.
-func (s Stats) RoundTrips() int64 { return s.Creates + s.Deletes + s.Lists + s.Reads + s.Writes }
+func (s Stats) RoundTrips() int64 {
+	return s.Creates + s.Deletes + s.Lists + s.Reads + s.Writes + s.Commits
+}
 
 // Sub returns s minus o, field by field: the activity between two
 // snapshots.
 func (s Stats) Sub(o Stats) Stats {
 	return Stats{
 		Creates: s.Creates - o.Creates, Deletes: s.Deletes - o.Deletes,
-		Lists: s.Lists - o.Lists, Reads: s.Reads - o.Reads, Writes: s.Writes - o.Writes,
+		Lists: s.Lists - o.Lists, Reads: s.Reads - o.Reads, Writes: s.Writes - o.Writes, Commits: s.Commits - o.Commits,
 		Wakeups: s.Wakeups - o.Wakeups, Retries: s.Retries - o.Retries,
 		Recovered: s.Recovered - o.Recovered, Acquired: s.Acquired - o.Acquired, Lost: s.Lost - o.Lost,
 		EpochsEnded: s.EpochsEnded - o.EpochsEnded, Suspensions: s.Suspensions - o.Suspensions,
@@ -53,7 +57,7 @@ type stats struct {
 	creates, deletes, lists, reads atomic.Int64
 	wakeups, retries, recovered    atomic.Int64
 	acquired, lost, epochsEnded    atomic.Int64
-	writes, suspensions            atomic.Int64
+	writes, suspensions, commits   atomic.Int64
 }
 
 func (s *stats) snapshot() Stats {
@@ -62,6 +66,6 @@ func (s *stats) snapshot() Stats {
 		Lists: s.lists.Load(), Reads: s.reads.Load(),
 		Wakeups: s.wakeups.Load(), Retries: s.retries.Load(),
 		Recovered: s.recovered.Load(), Acquired: s.acquired.Load(), Lost: s.lost.Load(),
-		EpochsEnded: s.epochsEnded.Load(), Suspensions: s.suspensions.Load(), Writes: s.writes.Load(),
+		EpochsEnded: s.epochsEnded.Load(), Suspensions: s.suspensions.Load(), Writes: s.writes.Load(), Commits: s.commits.Load(),
 	}
 }

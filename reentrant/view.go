@@ -1,6 +1,8 @@
 package reentrant
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -102,4 +104,23 @@ func (v View) Resumed() <-chan struct{} {
 		return h.Resumed()
 	}
 	return nil
+}
+
+// Commit is [recipe.Hold.Commit] on the current hold: ops applied in one
+// transaction with a check of the hold's node, all while it is in force
+// or none. Without a hold, or once it was released, it returns the
+// recipe's not-held sentinel; its other errors are the hold's, labelled.
+func (v View) Commit(ctx context.Context, ops ...recipe.Op) ([]recipe.Result, error) {
+	h := v.current()
+	if h == nil {
+		return nil, v.notHeld
+	}
+	res, err := h.Commit(ctx, ops...)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, recipe.ErrNotHeld):
+		return nil, v.notHeld
+	}
+	return nil, fmt.Errorf("%s: %w", v.label, err)
 }

@@ -288,6 +288,21 @@ func (l *Lease) Err() error {
 	}
 }
 
+// Commit applies ops in one transaction with a check of the lease's node:
+// all of them while the lease is held, or none (see [recipe.Hold.Commit]).
+// After a successful Release it returns [ErrNotHeld]; once the lease was
+// lost, an error wrapping [ErrLost] and the reason.
+func (l *Lease) Commit(ctx context.Context, ops ...recipe.Op) ([]recipe.Result, error) {
+	res, err := l.h.Commit(ctx, ops...)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, recipe.ErrNotHeld):
+		return nil, ErrNotHeld
+	}
+	return nil, fmt.Errorf("semaphore %s/%s: %w", l.s.Path(), l.h.Node(), err)
+}
+
 // Token returns the lease's fencing token: the czxid of its node, unique
 // across the whole ensemble and increasing in the order leases are granted.
 // Hand it to the systems the holder writes to. With one lease it fences as
