@@ -303,6 +303,77 @@ func TestCLI(t *testing.T) {
 		wantCode(t, b.run(t, "rm", "--force", path, holderNode), exitConflict)
 	})
 
+	t.Run("LsSemaphore", func(t *testing.T) {
+		t.Parallel()
+		path := zktest.UniquePath(t)
+		var ps []*process
+		for i := range 3 {
+			ps = append(ps, b.start(t, "run", "--leases", "2", path, "sleep", "30"))
+			waitChildren(t, conn, path, i+1)
+		}
+		// ls reads the number of leases the semaphore recorded in PATH.
+		r := b.run(t, "ls", "--json", path)
+		wantCode(t, r, 0)
+		var l listing
+		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+			t.Fatalf("ls --json: %v\n%s", err, r.stdout)
+		}
+		if l.Leases != 2 || len(l.Participants) != 3 {
+			t.Fatalf("ls --json without --leases:\n%s", r.stdout)
+		}
+		for i, e := range l.Participants {
+			if e.Kind != "lease" || e.Holder == nil || *e.Holder != (i < 2) {
+				t.Errorf("entry %d: %+v, want a lease that %s", i, e, map[bool]string{true: "holds", false: "waits"}[i < 2])
+			}
+		}
+		r = b.run(t, "ls", path)
+		wantCode(t, r, 0)
+		rows := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(rows) != 4 || !strings.Contains(rows[1], "holds") || !strings.Contains(rows[2], "holds") ||
+			!strings.Contains(rows[3], "waits") || r.stderr != "" {
+			t.Errorf("ls:\n%s\nstderr: %s", r.stdout, r.stderr)
+		}
+		// --leases wins over the record, with a warning.
+		r = b.run(t, "ls", "--json", "--leases", "3", path)
+		wantCode(t, r, 0)
+		l = listing{}
+		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+			t.Fatal(err)
+		}
+		if e := l.Participants[2]; e.Holder == nil || !*e.Holder || l.Leases != 3 {
+			t.Errorf("ls --leases 3: third entry %+v, leases %d; want it to hold", e, l.Leases)
+		}
+		if !strings.Contains(r.stderr, "records 2 leases; using --leases 3") {
+			t.Errorf("ls --leases 3: stderr %q, want a warning", r.stderr)
+		}
+		// rm shows the state as ls does.
+		r = b.run(t, "rm", path, l.Participants[0].Node)
+		wantCode(t, r, 0)
+		if !strings.Contains(r.stdout, "holds") {
+			t.Errorf("rm without --force:\n%s", r.stdout)
+		}
+		for _, p := range ps {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+
+		// A directory without the record: lease nodes stay unknown.
+		bare := zktest.UniquePath(t)
+		mkdir(t, conn, bare)
+		_, err := conn.Create(bare+"/_c_"+uuid.NewString()+"-lease-", []byte("x"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = b.run(t, "ls", "--json", bare)
+		wantCode(t, r, 0)
+		l = listing{}
+		if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Participants) != 1 || l.Participants[0].Holder != nil || l.Leases != 0 {
+			t.Errorf("ls of a lease node with no record:\n%s", r.stdout)
+		}
+	})
+
 	t.Run("RmLibraryHolder", func(t *testing.T) {
 		t.Parallel()
 		path := zktest.UniquePath(t)
@@ -333,23 +404,8 @@ func TestCLI(t *testing.T) {
 		t.Parallel()
 		path := zktest.UniquePath(t)
 		rw := zktest.UniquePath(t) + "-rw"
-		for _, p := range []string{path, rw} {
-			// The tests' parent is a container the server may reap while
-			// empty: create it again when it is gone.
-			for try := 0; ; try++ {
-				_, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
-				if errors.Is(err, zk.ErrNoNode) && try < 5 {
-					if _, err := conn.Create(parentDir(p), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-						t.Fatal(err)
-					}
-					continue
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				break
-			}
-		}
+		mkdir(t, conn, path)
+		mkdir(t, conn, rw)
 		create := func(dir, name, data string) {
 			t.Helper()
 			_, err := conn.Create(dir+"/_c_"+uuid.NewString()+"-"+name, []byte(data), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
@@ -543,6 +599,26 @@ func curatorCommand(t *testing.T) *exec.Cmd {
 		cp = append(cp, p)
 	}
 	return exec.Command(java, "-cp", strings.Join(cp, ":"), filepath.Join("testdata", "CuratorHold.java"))
+}
+
+// mkdir creates the persistent node p, and its parent if needed.
+func mkdir(t *testing.T, conn *zk.Conn, p string) {
+	t.Helper()
+	// The tests' parent is a container the server may reap while empty:
+	// create it again when it is gone.
+	for try := 0; ; try++ {
+		_, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll))
+		if errors.Is(err, zk.ErrNoNode) && try < 5 {
+			if _, err := conn.Create(parentDir(p), nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 }
 
 // parentDir returns the parent of the ZooKeeper path p.

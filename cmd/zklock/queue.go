@@ -43,6 +43,8 @@ flags:
   --json                         print JSON instead of a table
   --leases N                     the number of leases of a semaphore at PATH,
                                  to tell its holders from its waiters
+                                 (default: the number the semaphore records
+                                 at PATH)
   --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
                                  else 127.0.0.1:2181)
   --session-timeout DURATION     ZooKeeper session timeout (default 10s)
@@ -191,6 +193,7 @@ type entry struct {
 // listing is the JSON document of ls.
 type listing struct {
 	Path         string  `json:"path"`
+	Leases       int     `json:"leases,omitempty"` // of a semaphore, when known
 	Participants []entry `json:"participants"`
 }
 
@@ -253,7 +256,7 @@ func newLsCommand() *command {
 		if isSet(cmd.fs, "leases") && leases < 1 {
 			return usageErr("--leases %d: must be at least 1", leases)
 		}
-		return onQueue(cmd, p, path, leases, func(_ context.Context, _ *recipe.Lock, es []entry) error {
+		return onQueue(cmd, p, path, leases, func(_ context.Context, _ *recipe.Lock, es []entry, leases int) error {
 			if !asJSON {
 				printTable(p, es)
 				return nil
@@ -263,7 +266,7 @@ func newLsCommand() *command {
 			if es == nil {
 				es = []entry{}
 			}
-			return enc.Encode(listing{Path: path, Participants: es})
+			return enc.Encode(listing{Path: path, Leases: leases, Participants: es})
 		})
 	}
 	return cmd
@@ -316,7 +319,7 @@ func newRmCommand() *command {
 		if node == "" || strings.ContainsRune(node, '/') {
 			return usageErr("NODE %q: want a node name as \"zklock ls\" shows it", node)
 		}
-		return onQueue(cmd, p, path, 0, func(ctx context.Context, lk *recipe.Lock, es []entry) error {
+		return onQueue(cmd, p, path, 0, func(ctx context.Context, lk *recipe.Lock, es []entry, _ int) error {
 			var found []entry
 			for _, e := range es {
 				if e.Node == node {
@@ -341,9 +344,12 @@ func newRmCommand() *command {
 	return cmd
 }
 
-// onQueue connects, reads the queue of path and calls fn with it and the
-// lock that read it, within queueTimeout.
-func onQueue(cmd *command, p *proc, path string, leases int, fn func(context.Context, *recipe.Lock, []entry) error) error {
+// onQueue connects, reads the queue of path and calls fn with it, the lock
+// that read it and the number of leases it used, within queueTimeout.
+// leases is the number of leases of a semaphore at path that --leases
+// gave, 0 when it was not given: then the number the semaphore recorded in
+// the directory (see recordedLeases) is used, if any.
+func onQueue(cmd *command, p *proc, path string, leases int, fn func(context.Context, *recipe.Lock, []entry, int) error) error {
 	cfg, err := cmd.conn.resolve(p.getenv)
 	if err != nil {
 		return err
@@ -355,6 +361,13 @@ func onQueue(cmd *command, p *proc, path string, leases int, fn func(context.Con
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
 	defer cancel()
+	recorded := recordedLeases(ctx, c, path)
+	switch {
+	case leases == 0:
+		leases = recorded
+	case recorded > 0 && recorded != leases:
+		fmt.Fprintf(p.stderr, "zklock %s: warning: %s records %d leases; using --leases %d\n", cmd.name, path, recorded, leases)
+	}
 	lk, err := queueLock(c, path, leases)
 	if err != nil {
 		return zkError(err)
@@ -363,7 +376,7 @@ func onQueue(cmd *command, p *proc, path string, leases int, fn func(context.Con
 	if err != nil {
 		return zkError(err)
 	}
-	return fn(ctx, lk, es)
+	return fn(ctx, lk, es, leases)
 }
 
 // queueLock is the engine's view of every node of any kind in the lock
@@ -375,4 +388,45 @@ func queueLock(c *recipe.Client, path string, leases int) (*recipe.Lock, error) 
 		Queue:    queueNames,
 		Driver:   queueDriver(leases),
 	}, nil)
+}
+
+// leasesRecord is how the semaphore package records its number of leases
+// in the data of its directory: "maxLeases=N".
+const leasesRecord = "maxLeases="
+
+// recordedLeases returns the number of leases a semaphore at path recorded
+// in the directory's data, or 0 when there is no such record (no
+// semaphore ever used path, or the directory is gone) or it cannot be read.
+// Nothing depends on it but the states ls shows, which stay "?" without it.
+func recordedLeases(ctx context.Context, c *recipe.Client, path string) int {
+	got := make(chan []byte, 1)
+	go func() {
+		// A request of the wire client waits through a reconnect; the
+		// client's Close, deferred by the caller, ends it.
+		data, _, err := c.Conn().Get(path)
+		if err != nil {
+			data = nil
+		}
+		got <- data
+	}()
+	select {
+	case data := <-got:
+		return parseLeases(data)
+	case <-ctx.Done():
+		return 0
+	}
+}
+
+// parseLeases reads a semaphore's record of its number of leases, 0 when
+// data is not one.
+func parseLeases(data []byte) int {
+	v, ok := strings.CutPrefix(string(data), leasesRecord)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || strconv.Itoa(n) != v {
+		return 0
+	}
+	return n
 }

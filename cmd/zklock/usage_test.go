@@ -130,3 +130,29 @@ func TestQueueDriver(t *testing.T) {
 		}
 	}
 }
+
+// TestParseLeases checks the reading of a semaphore's record of its number
+// of leases.
+func TestParseLeases(t *testing.T) {
+	for data, want := range map[string]int{
+		"maxLeases=3":                      3,
+		"maxLeases=120":                    120,
+		"":                                 0,
+		"maxLeases=0":                      0,
+		"maxLeases=-2":                     0,
+		"maxLeases=03":                     0,
+		"maxLeases=3\n":                    0,
+		"maxLeases=":                       0,
+		"maxleases=3":                      0,
+		"web-3:4121":                       0,
+		"maxLeases=3x":                     0,
+		"maxLeases=+3":                     0,
+		"maxLeases= 3":                     0,
+		"maxLeases=1e3":                    0,
+		"maxLeases=9999999999999999999999": 0,
+	} {
+		if got := parseLeases([]byte(data)); got != want {
+			t.Errorf("parseLeases(%q) = %d, want %d", data, got, want)
+		}
+	}
+}
