@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -314,20 +317,63 @@ func zkError(err error) error {
 	return failf(exitFailure, "%v", err)
 }
 
-// connect opens the session, giving up after the session timeout.
+// connect opens the session, giving up after the session timeout; the
+// error then says why each server could not be reached.
 func connect(cfg connConfig) (*recipe.Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.sessionTimeout)
 	defer cancel()
-	opts := []recipe.Option{recipe.WithSessionTimeout(cfg.sessionTimeout)}
+	var dl dialLog
+	opts := []recipe.Option{recipe.WithSessionTimeout(cfg.sessionTimeout), recipe.WithDialer(dl.dial)}
 	if cfg.auth {
 		opts = append(opts, recipe.WithDigestAuth(cfg.user, cfg.password))
 	}
 	c, err := recipe.Connect(ctx, cfg.servers, opts...)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, failf(exitFailure, "cannot reach ZooKeeper at %v within %v", cfg.servers, cfg.sessionTimeout)
+			msg := fmt.Sprintf("cannot reach ZooKeeper at %s within %v", strings.Join(cfg.servers, ","), cfg.sessionTimeout)
+			if why := dl.cause(cfg.servers); why != "" {
+				msg += ": " + why
+			}
+			return nil, failf(exitFailure, "%s", msg)
 		}
 		return nil, zkError(err)
 	}
 	return c, nil
+}
+
+// dialLog dials the servers and remembers how the last dial of each one
+// went, to tell why a connection could not be made.
+type dialLog struct {
+	mu   sync.Mutex
+	last map[string]error // by address: the last dial's error, nil when it connected
+}
+
+func (d *dialLog) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	conn, err := net.DialTimeout(network, address, timeout)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.last == nil {
+		d.last = make(map[string]error)
+	}
+	d.last[address] = err
+	return conn, err
+}
+
+// cause says why none of servers could be reached, by the last dial of
+// each (in the order given); "" when none was dialled.
+func (d *dialLog) cause(servers []string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var why []string
+	for _, s := range servers {
+		err, dialled := d.last[s]
+		switch {
+		case !dialled:
+		case err != nil:
+			why = append(why, err.Error())
+		default:
+			why = append(why, s+" accepted the connection but opened no session (not a ZooKeeper client port, or a server that does not serve: no quorum?)")
+		}
+	}
+	return strings.Join(why, "; ")
 }
