@@ -86,6 +86,45 @@ func TestCLI(t *testing.T) {
 		wantCode(t, holder.wait(t, 20*time.Second), 0)
 	})
 
+	t.Run("Quiet", func(t *testing.T) {
+		t.Parallel()
+		path, elected := zktest.UniquePath(t), zktest.UniquePath(t)+"-elect"
+		holder := b.start(t, "run", path, "sleep", "30")
+		leader := b.start(t, "elect", elected, "sleep", "30")
+		waitChildren(t, conn, path, 1)
+		waitChildren(t, conn, elected, 1)
+		for _, c := range []struct {
+			args []string
+			code int
+			msg  string // "" for nothing on stderr
+		}{
+			{[]string{"run", "-n", "-E", "0", path, "true"}, 0, path + " is held elsewhere"},
+			{[]string{"run", "-n", "-E", "0", "-q", path, "true"}, 0, ""},
+			{[]string{"run", "--nonblock", "--quiet", path, "true"}, 1, ""},
+			{[]string{"run", "-q", "-w", "300ms", path, "true"}, 1, ""},
+			{[]string{"run", "-s", "-n", "-q", path, "true"}, exitMismatch, "holds another kind of lock"},
+			{[]string{"elect", "-q", "-w", "300ms", elected, "true"}, 1, ""},
+			{[]string{"elect", "-w", "300ms", elected, "true"}, 1, "not acquired before the timeout"},
+			{[]string{"run", "-n", "-E", "0", "-q", "--zk", closedPort(t), "--session-timeout", "1s", path, "true"}, exitFailure, "cannot reach ZooKeeper"},
+		} {
+			r := b.run(t, c.args...)
+			switch {
+			case r.code != c.code:
+				t.Errorf("zklock %q: exit %d, want %d; stderr %q", c.args, r.code, c.code, r.stderr)
+			case c.msg == "" && r.stderr != "":
+				t.Errorf("zklock %q: stderr %q, want nothing", c.args, r.stderr)
+			case c.msg != "" && !strings.Contains(r.stderr, c.msg):
+				t.Errorf("zklock %q: stderr %q, want %q", c.args, r.stderr, c.msg)
+			}
+		}
+		if !holder.running() || !leader.running() {
+			t.Error("the holder or the leader ended early")
+		}
+		if got := locktest.Children(t, conn, path); len(got) != 1 {
+			t.Errorf("children %v, want only the holder's", got)
+		}
+	})
+
 	t.Run("StatusAndEnv", func(t *testing.T) {
 		t.Parallel()
 		path := zktest.UniquePath(t)

@@ -29,6 +29,7 @@ flags:
                                  or a number of seconds; default: wait forever)
   -n, --nonblock                 do not wait: give up if the lock is held
   -E, --conflict-exit-code N     exit status when not acquired (default 1)
+  -q, --quiet                    say nothing on stderr when not acquired
   -s, --shared                   take the read lock of the read/write lock
   -x, --exclusive                take the write lock of the read/write lock
   --leases N                     take one lease of the N-lease semaphore
@@ -56,6 +57,7 @@ flags:
   -w, --timeout DURATION         give up campaigning after DURATION
                                  (default: wait forever)
   -E, --conflict-exit-code N     exit status when not elected (default 1)
+  -q, --quiet                    say nothing on stderr when not elected
   --kill-after DURATION          after a loss, SIGKILL CMD's process group
                                  this long after SIGTERM (default 10s)
   --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
@@ -79,6 +81,7 @@ type holdFlags struct {
 	timeoutFlag  durationValue
 	nonblock     bool
 	conflictCode int
+	quiet        bool
 	killAfter    time.Duration
 }
 
@@ -93,6 +96,8 @@ func (h *holdFlags) register(cmd *command, withNonblock bool) {
 	}
 	fs.IntVar(&h.conflictCode, "E", exitConflict, "")
 	fs.IntVar(&h.conflictCode, "conflict-exit-code", exitConflict, "")
+	fs.BoolVar(&h.quiet, "q", false, "")
+	fs.BoolVar(&h.quiet, "quiet", false, "")
 	fs.DurationVar(&h.killAfter, "kill-after", defaultKillAfter, "")
 }
 
@@ -267,7 +272,7 @@ func hold(p *proc, cfg connConfig, f *holdFlags, path string, argv []string,
 		if sig != nil {
 			return &exitError{code: signalStatus(sig)}
 		}
-		return acquireError(err, path, f.conflictCode)
+		return acquireError(err, path, f)
 	}
 	if sig != nil {
 		releaseHeld(p, h, path)
@@ -292,18 +297,25 @@ func releaseHeld(p *proc, h recipe.Held, path string) {
 }
 
 // acquireError turns a failed acquire or campaign into the exit status the
-// manual promises.
-func acquireError(err error, path string, conflictCode int) error {
+// manual promises. Not acquiring (held elsewhere, or the timeout passed)
+// is said on stderr unless --quiet; every other failure is.
+func acquireError(err error, path string, f *holdFlags) error {
+	var msg string
 	switch {
 	case errors.Is(err, recipe.ErrMismatch):
 		return failf(exitMismatch, "%s holds another kind of lock: %v", path, err)
 	case errors.Is(err, recipe.ErrWouldBlock), errors.Is(err, mutex.ErrLocked),
 		errors.Is(err, rwlock.ErrLocked), errors.Is(err, semaphore.ErrNoLease):
-		return failf(conflictCode, "%s is held elsewhere", path)
+		msg = path + " is held elsewhere"
 	case errors.Is(err, context.DeadlineExceeded):
-		return failf(conflictCode, "%s: not acquired before the timeout", path)
+		msg = path + ": not acquired before the timeout"
+	default:
+		return zkError(err)
 	}
-	return zkError(err)
+	if f.quiet {
+		msg = ""
+	}
+	return &exitError{code: f.conflictCode, msg: msg}
 }
 
 // zkError turns any other error of the library into an exit status.
