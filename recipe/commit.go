@@ -176,7 +176,7 @@ func (h *Hold) Commit(ctx context.Context, ops ...Op) ([]Result, error) {
 		return res[1:], nil
 	case errors.As(err, &oe) && oe.Index == 0:
 		reason := ErrNodeDeleted
-		if sid := c.zk.SessionID(); sid != h.session {
+		if sid := c.zk.SessionID(); sid != 0 && sid != h.session {
 			reason = ErrSessionExpired
 		}
 		h.lose(reason)

@@ -46,6 +46,8 @@ type Result struct {
 	// NewSessions counts clients that moved to a new session because
 	// their old one expired.
 	NewSessions int
+	// Guarded counts the guarded writes to the cell's register.
+	Guarded GuardCounts
 	// Injections counts the faults injected (for the whole row: all the
 	// recipes of a target share them).
 	Injections int
@@ -90,6 +92,7 @@ func (r *Result) Merge(o Result) {
 	r.EpochsEnded += o.EpochsEnded
 	r.NewSessions += o.NewSessions
 	r.Injections += o.Injections
+	r.Guarded.add(o.Guarded)
 }
 
 // finish turns the cell's episode log into a Result (without the leak

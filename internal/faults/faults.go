@@ -440,6 +440,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func Episode(ctx context.Context, f *Fault, env *Env, others []*Cell, d time.Duration) ([]Result, int, error) {
 	all := append(append([]*Cell(nil), env.Cells...), others...)
 	for _, c := range all {
+		if err := c.ensureRegister(); err != nil {
+			return nil, 0, err
+		}
 		c.begin()
 	}
 	ectx, cancel := context.WithTimeout(ctx, d)
@@ -484,6 +487,11 @@ func Episode(ctx context.Context, f *Fault, env *Env, others []*Cell, d time.Dur
 		})
 	}
 	lwg.Wait()
+	// The register last: a write abandoned during the faults may have
+	// been sent once they healed.
+	for i, c := range all {
+		c.checkRegister(c.log(), &results[i])
+	}
 	return results, injected, errors.Join(injErr, healErr)
 }
 

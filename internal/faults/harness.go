@@ -281,6 +281,7 @@ type episodeLog struct {
 	notes     []string // observations that are not failures
 	problems  []string // failures other than violations and leaks
 	lostAtRel int      // releases that reported a loss Done had not shown
+	guard     guardLog // guarded writes
 	newSess   int      // times a worker's client moved to a new session
 }
 
@@ -401,6 +402,13 @@ func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.T
 	for i, p := range h.Parts {
 		parts[i] = partLog{acting: true, cur: Interval{Worker: w.ID, Mode: h.Mode, Start: start, Token: p.Token, Node: p.Node}}
 	}
+	stopGuards := make(chan struct{})
+	var guards sync.WaitGroup
+	for _, p := range h.Parts {
+		if p.Commit != nil {
+			guards.Go(func() { w.guard(p, h.Mode, stopGuards, ep) })
+		}
+	}
 	live := len(h.Parts)
 	fired := false
 	const perPart = 2 // Done, and Suspended or Resumed
@@ -447,6 +455,8 @@ func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.T
 		}
 	}
 	releaseAt := time.Now()
+	close(stopGuards)
+	guards.Wait()
 	// The timer may have won a select in which a Done was ready too: a
 	// Done already closed counts as a loss seen now.
 	for i, p := range h.Parts {

@@ -190,6 +190,9 @@ func runRow(t *testing.T, ts *targets, row matrixRow, seed, fi uint64) []faults.
 			if r.Cycles == 0 {
 				t.Errorf("no acquire succeeded")
 			}
+			if r.Guarded.Writes == 0 && r.Recipe != faults.LeaderRun.Name {
+				t.Errorf("the register received no guarded write")
+			}
 			for _, v := range r.Violations {
 				t.Errorf("safety: %s", v)
 			}

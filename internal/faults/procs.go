@@ -75,6 +75,8 @@ type ProcRow struct {
 	CheckedAfter      int // of those, writes whose loss check began after SIGCONT
 	InFlight          int // of those, writes whose loss check began before SIGCONT
 	Reasons           map[string]int
+	Guarded           int // writes the register in ZooKeeper received through Commit
+	GuardViolations   int // of those, writes its history shows were made after their hold ended
 	ToGrant           []time.Duration // kill: SIGKILL to the next grant
 	ToSignal          []time.Duration // stop: SIGCONT to the holder seeing the loss
 	Stopped           []time.Duration // stop: how long the holder was stopped
@@ -84,7 +86,7 @@ type ProcRow struct {
 func ProcTable(rows []ProcRow) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "scenario\trecipe\truns\tgrants\toverlap\tinterleaved\trefused (probes)\twrites after resume (checked before / after resume)\tloss seen as\tkill->grant min/p50/max\tresume->signal min/p50/max\tstopped min/max\t")
+	fmt.Fprintln(w, "scenario\trecipe\truns\tgrants\toverlap\tinterleaved\trefused (probes)\twrites after resume (checked before / after resume)\tloss seen as\tkill->grant min/p50/max\tresume->signal min/p50/max\tstopped min/max\tguarded (viol)\t")
 	for _, r := range rows {
 		var reasons []string
 		for k, n := range r.Reasons {
@@ -95,10 +97,10 @@ func ProcTable(rows []ProcRow) string {
 		if len(r.Stopped) > 0 {
 			stopped = fmt.Sprintf("%v/%v", slices.Min(r.Stopped).Round(time.Millisecond), slices.Max(r.Stopped).Round(time.Millisecond))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d (%d)\t%d (%d/%d)\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d (%d)\t%d (%d/%d)\t%s\t%s\t%s\t%s\t%d (%d)\t\n",
 			r.Scenario, r.Variant, r.Runs, r.Grants, r.Overlaps, r.Interleaved, r.Refused, r.Probes,
 			r.AfterResume, r.InFlight, r.CheckedAfter, strings.Join(reasons, ", "), spread(r.ToGrant, time.Millisecond),
-			spread(r.ToSignal, 10*time.Microsecond), stopped)
+			spread(r.ToSignal, 10*time.Microsecond), stopped, r.Guarded, r.GuardViolations)
 	}
 	w.Flush()
 	return b.String()
@@ -175,6 +177,9 @@ func (r *ProcRig) Raw() *zk.Conn { return r.raw }
 // spawn starts a holder of recipe on path.
 func (r *ProcRig) spawn(recipe, path string) *holderProc {
 	r.t.Helper()
+	if err := EnsureRegister(r.raw, path); err != nil {
+		r.t.Fatalf("%v", err)
+	}
 	p := &holderProc{id: len(r.procs), exited: make(chan struct{})}
 	p.cmd = exec.Command(r.bin, "-zk", r.addr, "-path", path, "-recipe", recipe, "-store", r.store.Addr(),
 		"-id", strconv.Itoa(p.id), "-session", ProcSession.String())
@@ -323,6 +328,7 @@ func (r *ProcRig) KillLoop(recipes [2]string, path string, kills int) ProcRow {
 		r.release(p)
 	}
 	r.release(cur)
+	r.checkRegister(&row, path, recipes)
 	r.checkLog(&row, killedAt, nil)
 	return row
 }
@@ -353,6 +359,7 @@ func (r *ProcRig) StopRuns(recipes [2]string, base string, runs int) ProcRow {
 		row.Stopped = append(row.Stopped, tc.Sub(ts))
 		r.exit(a)
 		r.release(b)
+		r.checkRegister(&row, path, recipes)
 
 		after := 0
 		for _, ev := range r.store.Events() {
@@ -439,6 +446,24 @@ func lossKind(msg string) string {
 // the grant), writes of one holder at a time in grant order, every probe
 // refused and no other write refused but the excused ones (writes in
 // flight across a pause, keyed by holder and write number).
+// checkRegister checks the history of the register of the lock on path,
+// written by the holders through Commit, and empties it.
+func (r *ProcRig) checkRegister(row *ProcRow, path string, recipes [2]string) {
+	hist, err := ReadRegister(r.raw, path, true)
+	if err != nil {
+		r.t.Errorf("%v", err)
+	}
+	row.Guarded += len(hist)
+	leases := 0
+	if strings.HasPrefix(recipes[0], "semaphore") {
+		leases = 1
+	}
+	for _, v := range CheckHistory(hist, leases) {
+		row.GuardViolations++
+		r.t.Errorf("register of %s: %s", path, v)
+	}
+}
+
 func (r *ProcRig) checkLog(row *ProcRow, killedAt map[int]time.Time, excused map[[2]int]bool) {
 	t := r.t
 	evs := r.store.Events()

@@ -50,6 +50,9 @@ type Part struct {
 	// Suspended and Resumed are the part's suspension signals (see
 	// recipe.Hold.Suspended), asked for anew each time.
 	Suspended, Resumed func() <-chan struct{}
+	// Commit is the part's guarded write (recipe.Held.Commit); nil when
+	// the adapter has none for this part.
+	Commit func(ctx context.Context, ops ...recipe.Op) ([]recipe.Result, error)
 }
 
 // Held is what an adapter's acquire returns.
@@ -162,7 +165,7 @@ type suspender interface {
 
 // part describes h as it is now.
 func part(h recipe.Held) Part {
-	p := Part{Done: h.Done(), Err: h.Err, Token: h.Token(), Node: h.Node()}
+	p := Part{Done: h.Done(), Err: h.Err, Token: h.Token(), Node: h.Node(), Commit: h.Commit}
 	if s, ok := h.(suspender); ok {
 		p.Suspended, p.Resumed = s.Suspended, s.Resumed
 	}

@@ -23,17 +23,25 @@ import (
 //	expired   clients that moved to a new session (the old one expired)
 //	recov     creates whose lost reply was recovered by UUID
 //	inj       faults injected (shared by the recipes of a row)
+//	guarded   writes the register received through Commit / Commits
+//	          refused (hold lost, suspended or gone) / outcomes unknown
+//	          (connection lost, or abandoned at the hold's end) / probes
+//	          after a loss (all refused)
 func Table(rs []Result) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "fault\trecipe\tcycles\tholds\tt/o\tlost\tsusp\tviol\tleaked\tover acq\tover rel\tproblems\texpired\trecov\tinj\t")
+	fmt.Fprintln(w, "fault\trecipe\tcycles\tholds\tt/o\tlost\tsusp\tviol\tleaked\tover acq\tover rel\tproblems\texpired\trecov\tinj\tguarded\t")
 	for _, r := range rs {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t\n",
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t\n",
 			r.Fault, r.Recipe, r.Cycles, r.Holds, r.Timeouts, lostCell(r), suspCell(r), len(r.Violations), len(r.Leaked),
-			over(r.MaxAcquireOver), over(r.MaxReleaseOver), len(r.Problems), r.NewSessions, r.Recovered, r.Injections)
+			over(r.MaxAcquireOver), over(r.MaxReleaseOver), len(r.Problems), r.NewSessions, r.Recovered, r.Injections, guardedCell(r.Guarded))
 	}
 	w.Flush()
 	return b.String()
+}
+
+func guardedCell(g GuardCounts) string {
+	return fmt.Sprintf("%d/%d/%d/%d", g.Writes, g.Refused, g.Unknown, g.Probes)
 }
 
 func lostCell(r Result) string {

@@ -129,7 +129,7 @@ func (h *holder) run(a *faults.Adapter) error {
 	if _, err := h.send(faults.StoreMsg{Kind: faults.MsgGrant, Node: p.Node, Nodes: nodes, Wall: time.Now().UnixNano()}); err != nil {
 		return err
 	}
-	err = h.hold(p, stop)
+	err = h.hold(p, faults.RegisterEntry(h.cfg.path, p.Token, held.Mode, p.Node), stop)
 	rctx, rcancel := context.WithTimeout(context.Background(), h.cfg.session)
 	defer rcancel()
 	rerr := errors.Join(held.Release(rctx)...)
@@ -142,9 +142,11 @@ func (h *holder) run(a *faults.Adapter) error {
 	return err
 }
 
-// hold writes every cfg.every while p is in force, until stop. At a loss
-// it reports it and makes one probe write under the old token.
-func (h *holder) hold(p faults.Part, stop <-chan struct{}) error {
+// hold writes every cfg.every while p is in force, until stop: to the
+// fenced store under its token, and to the register in ZooKeeper with
+// entry through Commit. At a loss it reports it and makes one probe
+// write of each kind.
+func (h *holder) hold(p faults.Part, entry recipe.Op, stop <-chan struct{}) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for seq := 1; ; seq++ {
@@ -159,9 +161,11 @@ func (h *holder) hold(p faults.Part, stop <-chan struct{}) error {
 			if _, err := h.send(faults.StoreMsg{Kind: faults.MsgLost, Wall: at, Err: lost.Error(), Reads: h.tap.last()}); err != nil {
 				return err
 			}
+			h.commit(p, entry) // refused: the register's check finds it otherwise
 			_, err := h.send(faults.StoreMsg{Kind: faults.MsgProbe, Seq: seq})
 			return err
 		}
+		h.commit(p, entry)
 		r, err := h.send(faults.StoreMsg{Kind: faults.MsgWrite, Seq: seq, Checked: checked, Wall: time.Now().UnixNano(), Reads: h.tap.last()})
 		if err != nil {
 			return err
@@ -172,6 +176,17 @@ func (h *holder) hold(p faults.Part, stop <-chan struct{}) error {
 			return err
 		}
 		t.Reset(h.cfg.every)
+	}
+}
+
+// commit makes one guarded write to the register. Whatever its outcome,
+// the register's history tells whether it should have committed.
+func (h *holder) commit(p faults.Part, entry recipe.Op) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.session)
+	defer cancel()
+	if _, err := p.Commit(ctx, entry); err != nil && !errors.Is(err, recipe.ErrLost) &&
+		!errors.Is(err, recipe.ErrNotHeld) && !errors.Is(err, recipe.ErrCommitUnknown) {
+		fmt.Fprintf(os.Stderr, "holderproc %d: guarded write: %v\n", h.cfg.id, err)
 	}
 }
 
