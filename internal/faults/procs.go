@@ -75,8 +75,8 @@ type ProcRow struct {
 	CheckedAfter      int // of those, writes whose loss check began after SIGCONT
 	InFlight          int // of those, writes whose loss check began before SIGCONT
 	Reasons           map[string]int
-	Guarded           int // writes the register in ZooKeeper received through Commit
-	GuardViolations   int // of those, writes its history shows were made after their hold ended
+	Guarded           int             // writes the register in ZooKeeper received through Commit
+	GuardViolations   int             // of those, writes its history shows were made after their hold ended
 	ToGrant           []time.Duration // kill: SIGKILL to the next grant
 	ToSignal          []time.Duration // stop: SIGCONT to the holder seeing the loss
 	Stopped           []time.Duration // stop: how long the holder was stopped
