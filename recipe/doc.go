@@ -76,6 +76,19 @@
 // increasing across the ensemble): pass it to the systems you write to and
 // have them reject writes with a token lower than one they have seen.
 //
+// # Guarded writes
+//
+// For state kept in ZooKeeper itself, a hold can do better than a token:
+// [Hold.Commit] sends the caller's ops ([Create], [CreateSequential],
+// [SetData], [SetDataVersion], [Delete], [Check]) in one transaction with
+// a check that the hold's node still exists. The server applies them all,
+// at one point of its order of writes, only if the hold is in force then,
+// or none of them; no write of a holder whose session expired or whose
+// node was deleted can land, however late it arrives. Every [Held] has
+// Commit. A refused op is an [*OpError]; a transaction whose reply never
+// came is [ErrCommitUnknown] and is not sent again. docs/fencing.md says
+// when to use which, and what to do with each error.
+//
 // # Known issue: a data race in go-zookeeper
 //
 // go-zookeeper v1.0.4 reads and writes its connection's last zxid from two
