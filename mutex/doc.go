@@ -1,5 +1,6 @@
 // Package mutex is a distributed, reentrant, fair mutual-exclusion lock on
-// ZooKeeper, compatible with Curator's InterProcessMutex on the same path.
+// ZooKeeper, compatible with Curator's InterProcessMutex, go-zookeeper's
+// zk.Lock and kazoo's Lock on the same path.
 //
 //	m, err := mutex.New(client, "/locks/orders")
 //	if err != nil { ... }
@@ -33,6 +34,22 @@
 // VM) past its session timeout from acting as if it still held the lock:
 // Done cannot fire while the process is not running. Pass [Mutex.Token] to
 // the systems you write to and have them reject stale tokens.
+//
+// # Other libraries on the same path
+//
+// The mutex writes Curator's node names ("_c_<uuid>-lock-<sequence>"), so
+// a Curator InterProcessMutex and go-zookeeper's zk.Lock queue with it. It
+// also counts kazoo's Lock and WriteLock nodes ("<hex>__lock__<sequence>")
+// as contenders, in one queue ordered by sequence number: it never holds
+// next to them. kazoo sees our nodes only when told their name:
+//
+//	client.Lock(path, identifier, extra_lock_patterns=["-lock-"])
+//
+// Without it, kazoo's Lock takes the lock while ours holds. Lock nodes the
+// mutex cannot order (kazoo's read lock's "__rlock__" nodes, any other
+// name ending in a sequence number, Curator's semaphore children "leases"
+// and "locks") make Lock and TryLock fail with recipe.ErrMismatch. See
+// docs/interop.md.
 //
 // # Reentrancy and goroutines
 //

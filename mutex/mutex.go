@@ -12,7 +12,15 @@ import (
 
 // LockName is the name part of the mutex's nodes, the same as Curator's
 // InterProcessMutex, so the two exclude each other on the same path.
+// The mutex also queues kazoo's Lock nodes ("__lock__"; see the package
+// documentation).
 const LockName = "lock-"
+
+// queue holds the lock names of the mutex's queue: ours and kazoo's.
+var queue = func() []string {
+	k, _ := driver.KindNamed(LockName)
+	return k.Queue()
+}()
 
 // The mutex's sentinel errors. Each also matches the engine's sentinel of
 // the same meaning (recipe.ErrNotAcquired, recipe.ErrWouldBlock,
@@ -109,6 +117,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
 	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
 		Recipe:      "mutex",
 		LockName:    LockName,
+		Queue:       queue,
 		NotAcquired: ErrNotAcquired,
 		WouldBlock:  ErrLocked,
 		NotHeld:     ErrNotHeld,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -178,25 +177,48 @@ func (a *attempt) setQueue(names []string) error {
 	return nil
 }
 
-// checkKinds fails with ErrMismatch when a node of a kind that does not
-// take part in our queue (a mutex node where we want a read/write lock,
-// say) was created before ours: the two kinds would ignore each other and
-// both hold. A node of another kind created after ours is the intruder's
-// problem: it sees ours and backs off.
+// checkKinds fails with ErrMismatch when the listing holds a node that
+// does not take part in our queue and that our driver therefore cannot
+// order against our own node (see driver.Classify):
+//
+//   - a node of one of the library's kinds (a mutex node where we want a
+//     read/write lock, say) created before ours: the two kinds would
+//     ignore each other and both hold. One created after ours is the
+//     intruder's problem: our recipes check kinds too, see ours and back
+//     off;
+//   - a node of a foreign kind (kazoo's __lock__), a lock-like node of no
+//     known kind (kazoo's __rlock__), or a child of Curator's semaphore
+//     layout, whatever its order: its owner does not look at our nodes, so
+//     it would hold next to us whether it came first or not.
+//
+// Children that are not lock nodes are left alone.
 func (a *attempt) checkKinds(names []string) error {
-	ours, ok := driver.Sequence(a.node, a.l.queue...)
-	if !ok {
-		return nil
-	}
+	ours, ordered := driver.Sequence(a.node, a.l.queue...)
 	for _, n := range names {
-		ln, kind, ok := driver.KindOf(n)
-		if !ok || slices.Contains(a.l.queue, ln) {
+		if _, ok := driver.Sequence(n, a.l.queue...); ok {
+			continue // a contender of our queue
+		}
+		var why string
+		switch c := driver.Classify(n); c {
+		case driver.Native:
+			ln, kind, _ := driver.KindOf(n)
+			if seq, ok := driver.Sequence(n, ln); !ordered || !ok || seq >= ours {
+				continue
+			}
+			why = fmt.Sprintf("in use as a %s lock (node %s)", kind, n)
+		case driver.Foreign:
+			ln, _, _ := driver.KindOf(n)
+			k, _ := driver.KindNamed(ln)
+			why = fmt.Sprintf("in use by kazoo's %s (node %s), which does not see %s nodes", k.Kazoo, n, a.l.spec.LockName)
+		case driver.Unknown:
+			why = fmt.Sprintf("holds %s, %s, which nothing here can order against %s nodes", n, c, a.l.spec.LockName)
+		case driver.Layout:
+			why = fmt.Sprintf("holds %q, %s, which does not see %s nodes", n, c, a.l.spec.LockName)
+		default:
 			continue
 		}
-		if seq, ok := driver.Sequence(n, ln); ok && seq < ours {
-			return fmt.Errorf("%w (%w): in use as a %s lock (node %s); this is a %s lock (%s nodes)",
-				ErrMismatch, errOtherKind, kind, n, a.l.spec.Recipe, a.l.spec.LockName)
-		}
+		return fmt.Errorf("%w (%w): %s %s; this is a %s lock (%s nodes)",
+			ErrMismatch, errOtherKind, a.l.dir, why, a.l.spec.Recipe, a.l.spec.LockName)
 	}
 	return nil
 }
