@@ -38,10 +38,13 @@ func (s *Set) Commit(ctx context.Context, ops ...recipe.Op) ([]recipe.Result, er
 	switch {
 	case err == nil:
 		return res[n:], nil
-	case errors.As(err, &oe) && oe.Index < n:
+	case errors.As(err, &oe) && oe.Index < n && errors.Is(oe.Err, recipe.ErrNoNode):
 		i := oe.Index + 1
 		gone := fmt.Errorf("%w: %w", ErrLost, recipe.ErrNodeDeleted)
 		return nil, fmt.Errorf("multilock: commit: %w", &MemberError{i, s.members[i], gone})
+	case errors.As(err, &oe) && oe.Index < n:
+		i := oe.Index + 1
+		return nil, fmt.Errorf("multilock: commit: %w", &MemberError{i, s.members[i], fmt.Errorf("check of its node: %w", oe.Err)})
 	case errors.As(err, &oe):
 		oe.Index -= n
 		return nil, fmt.Errorf("multilock: commit: %w", oe)

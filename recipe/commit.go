@@ -169,18 +169,23 @@ func (h *Hold) Commit(ctx context.Context, ops ...Op) ([]Result, error) {
 	if err := h.inForce(); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err) // nothing sent
+	}
 	res, err := c.multi(ctx, append([]Op{Check(h.path, AnyVersion)}, ops...))
 	var oe *OpError
 	switch {
 	case err == nil:
 		return res[1:], nil
-	case errors.As(err, &oe) && oe.Index == 0:
+	case errors.As(err, &oe) && oe.Index == 0 && errors.Is(oe.Err, ErrNoNode):
 		reason := ErrNodeDeleted
 		if sid := c.zk.SessionID(); sid != 0 && sid != h.session {
 			reason = ErrSessionExpired
 		}
 		h.lose(reason)
 		return nil, fmt.Errorf("commit: %s: %w", h.path, lostError(reason))
+	case errors.As(err, &oe) && oe.Index == 0:
+		return nil, fmt.Errorf("commit: check of %s: %w", h.path, oe.Err)
 	case errors.As(err, &oe):
 		oe.Index--
 		return nil, oe
@@ -206,6 +211,8 @@ func (h *Hold) inForce() error {
 		return fmt.Errorf("commit: %s: %w", h.path, lostError(ErrConnectionSuspended))
 	}
 	if sid := h.l.c.zk.SessionID(); sid != 0 && sid != h.session {
+		// A new session: the hold's expired, and its node went with it.
+		h.lose(ErrSessionExpired)
 		return fmt.Errorf("commit: %s: %w", h.path, lostError(ErrSessionExpired))
 	}
 	return nil

@@ -242,6 +242,12 @@ func TestCommitBadInput(t *testing.T) {
 			t.Errorf("%s: Commit = %v, want ErrInvalidArgument", name, err)
 		}
 	}
+	// A context that has ended sends nothing: the outcome is known.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := h.Commit(done, recipe.SetData(base, nil)); !errors.Is(err, context.Canceled) || errors.Is(err, recipe.ErrCommitUnknown) {
+		t.Errorf("Commit with an ended context = %v, want context.Canceled and not ErrCommitUnknown", err)
+	}
 	if d := c.Stats().Sub(before); d.RoundTrips() != 0 {
 		t.Errorf("bad input sent %d requests", d.RoundTrips())
 	}

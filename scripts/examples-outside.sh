@@ -16,14 +16,16 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 zkdir="$work/zk"
+started=0 # a server of this script's own, stopped on the way out
 cleanup() {
-	if [[ -z ${ZK_ADDR:-} && -d $zkdir ]]; then "$repo/scripts/zk.sh" stop --dir "$zkdir" >/dev/null 2>&1 || true; fi
+	if ((started)); then "$repo/scripts/zk.sh" stop --dir "$zkdir" >/dev/null 2>&1 || true; fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 if [[ -z ${ZK_ADDR:-} ]]; then
 	port=${ZK_PORT:-21812}
+	started=1
 	"$repo/scripts/zk.sh" start --port "$port" --dir "$zkdir" >/dev/null
 	ZK_ADDR=127.0.0.1:$port
 fi
@@ -31,6 +33,7 @@ fi
 # Flags that make each run short; every run gets its own ZooKeeper path.
 declare -A flags=(
 	[custom-recipe]=""
+	[guarded-counter]="-workers 3 -increments 4 -evict"
 	[leader]="-session-timeout 2s -tick 250ms -kill-after 1s -resign-after 3s -duration 4s"
 	[mutex-counter]="-workers 3 -increments 5"
 	[rwlock]="-readers 2 -writers 1 -reads 3 -writes 2"
@@ -38,7 +41,7 @@ declare -A flags=(
 	[tracing]=""
 )
 
-if (($#)); then names=("$@"); else names=(custom-recipe leader mutex-counter rwlock semaphore tracing); fi
+if (($#)); then names=("$@"); else names=(custom-recipe guarded-counter leader mutex-counter rwlock semaphore tracing); fi
 export GOWORK=off
 failed=()
 for name in "${names[@]}"; do
