@@ -46,7 +46,7 @@ var kinds = []Kind{
 	{LockName: "__WRIT__", Name: "write", Curator: "InterProcessReadWriteLock", pair: "__READ__"},
 	{LockName: "lease-", Name: "lease"}, // this library's semaphore
 	{LockName: "latch-", Name: "latch", Curator: "LeaderLatch"},
-	{LockName: "__lock__", Name: "mutex", Kazoo: "Lock, WriteLock, Election", Foreign: true, pair: "lock-"},
+	{LockName: "__lock__", Name: "mutex", Kazoo: "Lock, WriteLock or Election", Foreign: true, pair: "lock-"},
 }
 
 // errLeases is the error of [Kind.Driver] for a lease kind without a

@@ -211,14 +211,14 @@ func (a *attempt) checkKinds(names []string) error {
 			k, _ := driver.KindNamed(ln)
 			why = fmt.Sprintf("in use by kazoo's %s (node %s), which does not see %s nodes", k.Kazoo, n, a.l.spec.LockName)
 		case driver.Unknown:
-			why = fmt.Sprintf("holds %s, %s, which nothing here can order against %s nodes", n, c, a.l.spec.LockName)
+			why = fmt.Sprintf("node %s is %s, which nothing here can order against %s nodes", n, c, a.l.spec.LockName)
 		case driver.Layout:
-			why = fmt.Sprintf("holds %q, %s, which does not see %s nodes", n, c, a.l.spec.LockName)
+			why = fmt.Sprintf("node %s is %s, which does not see %s nodes", n, c, a.l.spec.LockName)
 		default:
 			continue
 		}
-		return fmt.Errorf("%w (%w): %s %s; this is a %s lock (%s nodes)",
-			ErrMismatch, errOtherKind, a.l.dir, why, a.l.spec.Recipe, a.l.spec.LockName)
+		return fmt.Errorf("%w (%w): %s; this is a %s lock (%s nodes)",
+			ErrMismatch, errOtherKind, why, a.l.spec.Recipe, a.l.spec.LockName)
 	}
 	return nil
 }
