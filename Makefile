@@ -32,7 +32,7 @@ OUTSIDEFLAGS ?= --patched
 # A test that finds no ZooKeeper fails instead of being skipped (zktest).
 export ZKTEST_REQUIRED := 1
 
-.PHONY: help zk-install curator-install zk-up zk-down patched-zk demo test test-outside test-short test-faults test-procs soak bench bench-peers lint fuzz
+.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside test-short test-faults test-procs soak bench bench-peers lint fuzz
 
 demo test test-short test-faults test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
 demo test test-outside test-short test-faults test-procs soak bench bench-peers lint fuzz: patched-zk
@@ -44,8 +44,10 @@ help: ## list the targets
 zk-install: ## install ZooKeeper (Debian's zookeeper package) if missing; needs root or sudo
 	$(ZK) install
 
-curator-install: ## install ZooKeeper, Debian's Curator jars and a JDK if missing (the interop tests need them)
-	$(ZK) install --curator
+interop-install: ## install ZooKeeper, Debian's Curator jars, a JDK and python3-kazoo if missing (the interop tests need them)
+	$(ZK) install --curator --kazoo
+
+curator-install: interop-install ## the same as interop-install (its former name)
 
 zk-up: zk-install ## start a local ZooKeeper server on 127.0.0.1:ZK_PORT (data in .zk/)
 	$(ZK) start --port $(ZK_PORT)
@@ -63,7 +65,7 @@ demo: zk-install zk-up ## start ZooKeeper, run processes contending for a mutex 
 	echo; echo "Now worker 2 stalls while it holds the mutex, as in a long GC pause; its session expires:"; \
 	.cache/mutex-counter -zk 127.0.0.1:$(ZK_PORT) -workers 3 -increments 6 -stall 2
 
-test: curator-install ## run every test (the fault suite aside: test-faults), against real ZooKeeper servers and Curator, with the race detector
+test: interop-install ## run every test (the fault suite aside: test-faults), against real ZooKeeper servers, Curator and kazoo, with the race detector
 	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/faults)
 	GO=$(GO) scripts/outside-module.sh $(OUTSIDEFLAGS)
 

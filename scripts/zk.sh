@@ -6,7 +6,8 @@
 #       Install Debian's zookeeper package (and with it a JRE) if missing;
 #       with --curator also libcurator-recipes-java and a JDK (javac) for
 #       the Curator interoperability tests and benchmarks; with --kazoo
-#       python3-kazoo for the benchmarks. Runs apt-get update once, and
+#       python3-kazoo for the kazoo interoperability tests (run with
+#       /usr/bin/python3) and the benchmarks. Runs apt-get update once, and
 #       only when something is missing.
 #   scripts/zk.sh run CONFIG_FILE LOGDIR
 #       Run a server for CONFIG_FILE in the foreground (exec: the process id
@@ -69,7 +70,8 @@ zk_installed() {
 }
 
 # missing_packages prints the Debian packages to install: zookeeper when its
-# jar is missing and, with --curator, Curator's recipes and a JDK (javac).
+# jar is missing, with --curator Curator's recipes and a JDK (javac), and
+# with --kazoo python3-kazoo.
 missing_packages() {
 	local curator=$1 kazoo=$2
 	if [[ ! -f $ZK_JAR ]] || ! dpkg-query -W -f='${Status}' zookeeper 2>/dev/null | grep -q 'install ok installed'; then
@@ -109,6 +111,11 @@ cmd_install() {
 	if [[ $curator == 1 ]]; then
 		[[ -f $CURATOR_JAR ]] || die "$CURATOR_JAR is still missing after installing libcurator-recipes-java"
 		command -v javac >/dev/null 2>&1 || die "javac is missing: install a JDK (e.g. apt-get install default-jdk-headless)"
+	fi
+	if [[ $kazoo == 1 ]]; then
+		# Debian's interpreter, not the first python3 on PATH (a pyenv one
+		# does not see Debian's packages).
+		/usr/bin/python3 -c 'import kazoo' 2>/dev/null || die "/usr/bin/python3 cannot import kazoo after installing python3-kazoo"
 	fi
 	if [[ ${#pkgs[@]} -gt 0 ]]; then
 		log "installed ${pkgs[*]}"

@@ -38,7 +38,7 @@ type contender interface {
 
 // javaContender is one Contender process acting on kind at path.
 type javaContender struct {
-	p          *javaProc
+	p          *proc
 	kind, path string
 }
 
@@ -159,7 +159,7 @@ func rwParticipants(rw *rwlock.RWLock) func(context.Context) ([]recipe.Participa
 // clients and the log of hold intervals.
 type env struct {
 	addr    string
-	java    []*javaProc
+	java    []*proc
 	clients []*recipe.Client // one per Go contender
 	watcher *recipe.Client   // for Participants
 	logPath string
@@ -183,7 +183,7 @@ func TestCurator(t *testing.T) {
 	t.Cleanup(func() { f.Close() })
 	e.log = f
 	// The JVMs start side by side.
-	e.java = make([]*javaProc, perLanguage)
+	e.java = make([]*proc, perLanguage)
 	errs := make([]error, perLanguage)
 	var wg sync.WaitGroup
 	for i := range perLanguage {
@@ -218,6 +218,7 @@ func TestCurator(t *testing.T) {
 	})
 	t.Run("revocation/curator-revokes-go", e.curatorRevokesGo)
 	t.Run("revocation/go-revokes-curator", e.goRevokesCurator)
+	t.Run("semaphore-refused", e.curatorSemaphoreRefused)
 }
 
 // round starts a case: a fresh path, an empty log, and a watcher's

@@ -26,7 +26,7 @@ var curatorJars = []string{"curator-recipes", "curator-framework", "curator-clie
 	"zookeeper", "zookeeper-jute", "guava", "slf4j-api", "slf4j-nop"}
 
 // installHint tells how to get what the tests need.
-const installHint = "run `make test` (its curator-install step runs `scripts/zk.sh install --curator`, " +
+const installHint = "run `make test` (its interop-install step runs `scripts/zk.sh install --curator --kazoo`, " +
 	"which installs Debian's libcurator-recipes-java and a JDK)"
 
 // compileContender compiles testdata/Contender.java into a temporary
@@ -56,9 +56,11 @@ func compileContender(t *testing.T) string {
 	return out + ":" + cp
 }
 
-// javaProc is one running Contender: one Curator client, one command at
-// a time.
-type javaProc struct {
+// proc is one running contender process (the Java Contender, with one
+// Curator client, or the kazoo one): one command a line on its stdin, one
+// reply a line on its stdout, one command at a time.
+type proc struct {
+	lang    string // "java" or "kazoo", for messages
 	id      string
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
@@ -90,10 +92,18 @@ func (s *syncBuffer) String() string {
 // and appending to logPath, and waits (bounded) until it is connected.
 // The process is killed, and waited for, when the test ends. It may run
 // on any goroutine: it reports failure as an error.
-func startJava(t *testing.T, classPath, servers, id, logPath string) (*javaProc, error) {
-	p := &javaProc{id: id, replies: make(chan string, 16), stderr: &syncBuffer{}, read: make(chan struct{})}
-	p.cmd = exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+func startJava(t *testing.T, classPath, servers, id, logPath string) (*proc, error) {
+	cmd := exec.Command("java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
 		"-Djava.net.preferIPv4Stack=true", "-cp", classPath, "Contender", servers, id, logPath)
+	return startProc(t, "java", id, cmd)
+}
+
+// startProc starts cmd, a contender process speaking the line protocol,
+// and waits (bounded) until it prints "ready". The process is killed, and
+// waited for, when the test ends. It may run on any goroutine: it reports
+// failure as an error.
+func startProc(t *testing.T, lang, id string, cmd *exec.Cmd) (*proc, error) {
+	p := &proc{lang: lang, id: id, cmd: cmd, replies: make(chan string, 16), stderr: &syncBuffer{}, read: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	stdin, err := p.cmd.StdinPipe()
 	if err != nil {
@@ -105,7 +115,7 @@ func startJava(t *testing.T, classPath, servers, id, logPath string) (*javaProc,
 	}
 	p.stdin = stdin
 	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("interop: starting java: %w", err)
+		return nil, fmt.Errorf("interop: starting %s: %w", lang, err)
 	}
 	go func() {
 		defer close(p.read)
@@ -124,7 +134,7 @@ func startJava(t *testing.T, classPath, servers, id, logPath string) (*javaProc,
 
 // stop asks the process to quit, kills it if it does not within a few
 // seconds, and reaps it.
-func (p *javaProc) stop() {
+func (p *proc) stop() {
 	_, _ = io.WriteString(p.stdin, "quit\n")
 	_ = p.stdin.Close()
 	exited := make(chan struct{})
@@ -146,18 +156,18 @@ func (p *javaProc) stop() {
 
 // call sends one command and waits for its reply, which must be want.
 // The process's stderr is in the error.
-func (p *javaProc) call(ctx context.Context, want string, command ...string) error {
+func (p *proc) call(ctx context.Context, want string, command ...string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, err := io.WriteString(p.stdin, strings.Join(command, " ")+"\n"); err != nil {
-		return fmt.Errorf("java %s: %v: %w%s", p.id, command, err, p.tail())
+		return fmt.Errorf("%s %s: %v: %w%s", p.lang, p.id, command, err, p.tail())
 	}
 	return p.await(ctx, want, 0)
 }
 
 // await waits for the next reply, until ctx ends or, with limit > 0,
 // limit passes.
-func (p *javaProc) await(ctx context.Context, want string, limit time.Duration) error {
+func (p *proc) await(ctx context.Context, want string, limit time.Duration) error {
 	if limit > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)
@@ -167,17 +177,17 @@ func (p *javaProc) await(ctx context.Context, want string, limit time.Duration) 
 	case r, ok := <-p.replies:
 		switch {
 		case !ok:
-			return fmt.Errorf("java %s exited before %q%s", p.id, want, p.tail())
+			return fmt.Errorf("%s %s exited before %q%s", p.lang, p.id, want, p.tail())
 		case r != want:
-			return fmt.Errorf("java %s: got %q, want %q%s", p.id, r, want, p.tail())
+			return fmt.Errorf("%s %s: got %q, want %q%s", p.lang, p.id, r, want, p.tail())
 		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("java %s: no %q: %w%s", p.id, want, ctx.Err(), p.tail())
+		return fmt.Errorf("%s %s: no %q: %w%s", p.lang, p.id, want, ctx.Err(), p.tail())
 	}
 }
 
-func (p *javaProc) tail() string {
+func (p *proc) tail() string {
 	s := strings.TrimSpace(p.stderr.String())
 	if s == "" {
 		return ""
@@ -186,5 +196,5 @@ func (p *javaProc) tail() string {
 	if len(s) > max {
 		s = s[len(s)-max:]
 	}
-	return "\n--- java stderr ---\n" + s
+	return "\n--- " + p.lang + " stderr ---\n" + s
 }

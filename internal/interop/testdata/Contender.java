@@ -4,7 +4,8 @@
 //	java -cp CLASSES:JARS Contender SERVERS ID LOGFILE
 //
 // and connects to SERVERS with ID as its nodes' data, then prints "ready".
-// Commands (KIND is mutex, read, write or leader; PATH a lock directory):
+// Commands (KIND is mutex, read, write, leader or semaphore, the last an
+// InterProcessSemaphoreV2 with one lease; PATH a lock directory):
 //
 //	hold KIND PATH        acquire, append "enter ID KIND" to LOGFILE, print "held"
 //	release               append "exit ID KIND" to LOGFILE, release, print "released"
@@ -26,6 +27,8 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.locks.Revoker;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
@@ -134,6 +137,10 @@ public class Contender {
             l.start();
             l.await();
             return l::close;
+        }
+        case "semaphore": {
+            Lease lease = new InterProcessSemaphoreV2(client, path, 1).acquire();
+            return lease::close;
         }
         default:
             throw new IllegalArgumentException("unknown kind " + kind);
