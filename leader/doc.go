@@ -84,10 +84,30 @@
 // policy would give up. Run returns ctx.Err() when its context ends, after
 // resigning, so that no node outlives it.
 //
+// A panic in the function is not recovered: it goes on to Run's caller,
+// after Run cancelled the term's context and resigned on the way out, so
+// that the next participant leads at once.
+//
+// # Errors no retry can fix
+//
+// Run and Observe keep going through connection loss, session expiry and
+// errors they do not know. They stop on errors no retry can fix (see
+// recipe.Permanent), and report them: the client was closed
+// (recipe.ErrClosed), the path is used by another kind of lock, such as a
+// mutex (recipe.ErrMismatch), its ACL refuses this client
+// (recipe.ErrPermission), bad input (recipe.ErrInvalidArgument), or the
+// server refused the request itself (the path lies under an ephemeral
+// node, an ACL it does not accept). Run returns such an error from the
+// first campaign that meets it; Observe closes its channel, and
+// [Observer.Err] returns the error. Errors returned by Run's function
+// never end Run.
+//
 // # Observe
 //
 // Observe delivers each new leader, in order, without duplicates, with
-// strictly increasing tokens. It looks again each time the leader's node is
-// deleted, so two changes within one watch round trip are seen as one: the
-// observer sees only the later leader.
+// strictly increasing tokens, and each change of the current leader's data
+// again, with the same token. It looks again each time the leader's node
+// is deleted, so two changes within one watch round trip are seen as one:
+// the observer sees only the later leader. [Election.Observer] is the same
+// with the reason the observation ended.
 package leader

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -16,6 +17,11 @@ import (
 // errTermOver is the cause of the cancellation of a term's context when
 // the term's function returned.
 var errTermOver = errors.New("leader: term function returned")
+
+// errNoReturn is the cause of the cancellation of a term's context when
+// the term's function did not return: it panicked (or called
+// runtime.Goexit).
+var errNoReturn = errors.New("leader: term function panicked")
 
 // Run takes part in the election until ctx ends: it campaigns and, each
 // time this participant is elected, calls fn with a context that is
@@ -36,15 +42,30 @@ var errTermOver = errors.New("leader: term function returned")
 // at least 100ms, and where the policy would give up its last pace goes
 // on), so that a leader that keeps failing does not make the leadership
 // change hands in a tight loop. A term whose fn returns nil, or whose
-// leadership was lost, starts the schedule afresh. Failed campaigns (other
-// than for the reasons below) are logged and retried on the same schedule.
+// leadership was lost, starts the schedule afresh. Failed campaigns are
+// logged and retried on the same schedule, unless they failed for a
+// reason no retry can fix (below).
 //
-// Run returns ctx.Err() when ctx ends, or, without campaigning again, an
-// error when campaigning cannot succeed: the client was closed (wrapping
-// recipe.ErrClosed) or ZooKeeper refused the operation for lack of rights
-// (wrapping recipe.ErrPermission). A nil ctx or fn, or a second Run on a
-// handle while one is in progress, gives an error wrapping
-// recipe.ErrInvalidArgument without I/O.
+// Run returns ctx.Err() when ctx ends. It returns earlier, with an error,
+// only when going on cannot succeed (see recipe.Permanent): the client was
+// closed (wrapping recipe.ErrClosed), the path is used by another kind of
+// lock (recipe.ErrMismatch), ZooKeeper refused for lack of rights
+// (recipe.ErrPermission, also when the term's node cannot be deleted), or
+// it refused the request itself (recipe.ErrInvalidArgument, or
+// go-zookeeper's zk.ErrNoChildrenForEphemerals when the path lies under an
+// ephemeral node). Such an error ends Run at the first campaign that meets
+// it, without a retry. A nil ctx or fn, or a second Run on a handle while
+// one is in progress, gives an error wrapping recipe.ErrInvalidArgument
+// without I/O. Errors returned by fn never end Run, whatever they wrap: to
+// stop, fn cancels ctx.
+//
+// If fn panics, the panic is not recovered: it goes on up Run's caller's
+// stack, with its value and stack trace, after Run ended the term on the
+// way out: the term's context is cancelled, and the term resigned, which
+// deletes its node (one round trip; at most the session timeout while the
+// connection is down), so the next participant leads at once rather than
+// when the process's session expires. The same holds if fn calls
+// runtime.Goexit.
 //
 // With a client that tolerates suspensions (recipe.WithSuspensionTolerance),
 // a suspension of the session does not end the term and does not cancel
@@ -76,7 +97,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if errors.Is(err, recipe.ErrClosed) || errors.Is(err, recipe.ErrPermission) {
+			if recipe.Permanent(err) {
 				return fmt.Errorf("leader: run: %w", err)
 			}
 			e.log.Warn("campaign failed; trying again", "err", err)
@@ -85,23 +106,37 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 			}
 			continue
 		}
-		lost, fnErr := e.term(ctx, h, fn)
-		if fnErr == nil || lost || ctx.Err() != nil {
+		end := e.term(ctx, h, fn)
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case end.resignErr != nil && !errors.Is(end.resignErr, ErrLost) && recipe.Permanent(end.resignErr):
+			// The node is left to the session, and a new campaign would
+			// queue behind it.
+			return fmt.Errorf("leader: run: %w", end.resignErr)
+		case end.err == nil || end.lost:
 			pace.Reset()
 			continue
 		}
-		e.log.Warn("leader function failed; campaigning again", "err", fnErr, "token", h.Token())
+		e.log.Warn("leader function failed; campaigning again", "err", end.err, "token", h.Token())
 		if !pace.Pause(ctx) {
 			return ctx.Err()
 		}
 	}
 }
 
-// term runs fn for the term of h and ends the term. It reports whether the
-// term ended because leadership was lost, and returns fn's error.
-func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Context) error) (lost bool, err error) {
+// termEnd is how a term ended: fn's error, whether leadership was lost,
+// and the outcome of the resignation.
+type termEnd struct {
+	err       error
+	lost      bool
+	resignErr error
+}
+
+// term runs fn for the term of h and ends the term: when fn returns, and
+// on the way out when it panics (the panic is not recovered).
+func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Context) error) (end termEnd) {
 	tctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(errTermOver)
 	e.mu.Lock()
 	if e.hold == h {
 		e.termCancel = cancel
@@ -128,33 +163,50 @@ func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Con
 		telemetry.AttrRecipe.String("leader"), telemetry.AttrPath.String(e.Path()),
 		telemetry.AttrNode.String(h.Node()), telemetry.AttrToken.Int64(h.Token()),
 		attribute.String("zkrecipes.leader.id", e.ID())))
-	err = fn(fctx)
-	span.SetAttributes(attribute.String("zkrecipes.leader.term_end", termEnd(context.Cause(tctx))))
-	if err != nil {
-		span.RecordError(err)
+	returned := false
+	defer func() {
+		// Also on the way out of a panic in fn, which goes on afterwards.
+		how := errTermOver
+		if !returned {
+			how = errNoReturn
+			span.SetStatus(codes.Error, errNoReturn.Error())
+		}
+		cancel(how)
+		span.SetAttributes(attribute.String("zkrecipes.leader.term_end", termEndName(context.Cause(tctx))))
+		span.End()
+		<-watched
+		end.lost = errors.Is(context.Cause(tctx), ErrLost)
+		// End the term even when ctx is done, so that no node outlives Run;
+		// the deletion is bounded by the session timeout (and goes on in the
+		// background while the session lives).
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.SessionTimeout())
+		end.resignErr = e.resignTerm(rctx, h)
+		rcancel()
+		if !returned {
+			e.log.Error("leader function panicked; term resigned", "node", h.Node(), "token", h.Token(),
+				"lasted", time.Since(start), "resign_err", end.resignErr)
+			return
+		}
+		e.log.Info("term over", "node", h.Node(), "token", h.Token(), "lasted", time.Since(start),
+			"cause", context.Cause(tctx), "resign_err", end.resignErr)
+	}()
+	end.err = fn(fctx)
+	returned = true
+	if end.err != nil {
+		span.RecordError(end.err)
 	}
-	span.End()
-	cancel(errTermOver)
-	<-watched
-	lost = errors.Is(context.Cause(tctx), ErrLost)
-	// End the term even when ctx is done, so that no node outlives Run;
-	// the deletion is bounded by the session timeout (and goes on in the
-	// background while the session lives).
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.c.SessionTimeout())
-	rerr := e.resignTerm(rctx, h)
-	rcancel()
-	e.log.Info("term over", "node", h.Node(), "token", h.Token(), "lasted", time.Since(start),
-		"cause", context.Cause(tctx), "resign_err", rerr)
-	return lost, err
+	return end
 }
 
-// termEnd names why a term's context ended, for the term span.
-func termEnd(cause error) string {
+// termEndName names why a term's context ended, for the term span.
+func termEndName(cause error) string {
 	switch {
 	case errors.Is(cause, ErrLost):
 		return "lost"
 	case errors.Is(cause, ErrResigned):
 		return "resigned"
+	case errors.Is(cause, errNoReturn):
+		return "panicked"
 	case errors.Is(cause, errTermOver), cause == nil:
 		return "returned"
 	default:
