@@ -30,7 +30,11 @@
 // a try that finds the lock held elsewhere [ErrWouldBlock], a release of
 // nothing held [ErrNotHeld], Err after a loss [ErrLost] and the reason.
 // An acquire that finds another kind of lock queued ahead of it in its
-// directory fails with [ErrMismatch]: kinds never mix on one path.
+// directory fails with [ErrMismatch]: kinds never mix on one path. So does
+// one that finds, before or after its own node, a lock node no kind in
+// its queue can order: another library's (kazoo's), a name ending in a
+// sequence number of no known kind, or Curator's semaphore children
+// ("leases", "locks"). The error names the node; see docs/interop.md.
 //
 // # How a lock is acquired
 //

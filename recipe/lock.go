@@ -27,9 +27,11 @@ type LockSpec struct {
 	// appends the sequence number. It must not contain "/".
 	LockName string
 	// Queue lists every lock name whose nodes take part in the directory's
-	// queue. Nil means just LockName; a read/write lock lists both names.
-	// Nodes of the library's other kinds (see [driver.KindOf]) found ahead
-	// of ours make an acquire fail with [ErrMismatch].
+	// queue. Nil means just LockName; a read/write lock lists both names,
+	// the mutex "lock-" and kazoo's "__lock__". Nodes of the library's
+	// other kinds (see [driver.KindOf]) found ahead of ours, and foreign or
+	// unknown lock nodes ([driver.Classify]) found anywhere, make an
+	// acquire fail with [ErrMismatch].
 	Queue []string
 	// Driver decides, from the sorted queue, whether our node holds and
 	// which nodes to watch when it does not. See [driver.Driver] for the
