@@ -142,7 +142,7 @@ func (a *attempt) listingVouches(ep *epoch) bool {
 // with it, as the known queue.
 func (a *attempt) accept(ep *epoch, names []string, dirData []byte) error {
 	if len(dirData) > 0 && string(dirData) != string(a.l.spec.DirData) {
-		return fmt.Errorf("%w: %w: %s carries %q, this client expects %q", ErrMismatch, a.l.spec.DirMismatch, a.l.dir, dirData, a.l.spec.DirData)
+		return fmt.Errorf("%w: %w: %s carries %q, this client expects %q", ErrMismatch, a.l.spec.DirMismatch, a.l.dir, dataAttr(dirData), a.l.spec.DirData)
 	}
 	a.ep = ep
 	a.watches = make(map[string]<-chan zk.Event)
