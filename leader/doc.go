@@ -17,8 +17,10 @@
 //	})
 //	// err is ctx.Err() once ctx ends.
 //
-// [Election.Campaign] and [Election.Resign] are the same steps by hand, and
-// [Election.Observe] tells anyone, participant or not, who leads.
+// [Election.Campaign] and [Election.Resign] are the same steps by hand,
+// [Election.Observe] tells anyone, participant or not, who leads, and
+// [Election.Proclaim] lets the leader change the data they see, in one
+// write fenced to its term.
 //
 // # How it works
 //

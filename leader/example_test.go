@@ -144,3 +144,40 @@ func ExampleElection_Observe() {
 	// leader: alpha
 	// leader: beta
 }
+
+func ExampleElection_Proclaim() {
+	ctx := context.Background()
+	const path = "/examples/leader/proclaim"
+	a, err := recipe.Connect(ctx, exampleServers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer a.Close()
+	o, err := recipe.Connect(ctx, exampleServers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer o.Close()
+	e, _ := leader.New(a, path, leader.WithData([]byte("worker-1")))
+	watcher, _ := leader.New(o, path) // takes no part
+
+	changes, err := watcher.Observe(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := e.Campaign(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("leader:", string((<-changes).Data))
+
+	// The leader tells everyone where it serves: one write, which lands
+	// only while this term lasts.
+	if err := e.Proclaim(ctx, []byte("worker-1 at 10.0.0.7:8080")); err != nil {
+		log.Fatal(err) // errors.Is(err, leader.ErrLost) once the term is lost
+	}
+	fmt.Println("leader:", string((<-changes).Data))
+	_ = e.Resign(ctx)
+	// Output:
+	// leader: worker-1
+	// leader: worker-1 at 10.0.0.7:8080
+}
