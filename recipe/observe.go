@@ -142,11 +142,11 @@ func (l *Lock) Observer(ctx context.Context) (*Observer, error) {
 		case err == nil: // octx ended, and ctx did not: the client closed
 			err = context.Cause(octx)
 		}
-		if errors.Is(err, ErrClosed) || Permanent(err) {
+		if Permanent(err) { // ErrClosed among them
 			err = fmt.Errorf("observe %s: %w", l.dir, err)
-		}
-		if Permanent(err) && !errors.Is(err, ErrClosed) {
-			l.c.log.Warn("observation ended", "path", l.dir, "err", err)
+			if !errors.Is(err, ErrClosed) {
+				l.c.log.Warn("observation ended", "path", l.dir, "err", err)
+			}
 		}
 		o.mu.Lock()
 		o.err = err
