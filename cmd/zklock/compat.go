@@ -24,21 +24,29 @@ func currentLeader(ctx context.Context, e *leader.Election) (string, error) {
 	return string(p.Data), err
 }
 
-// observeLeaders delivers the id of every new leader until ctx ends.
-func observeLeaders(ctx context.Context, e *leader.Election) (<-chan string, error) {
-	ps, err := e.Observe(ctx)
+// observeLeaders delivers the id of every new leader until ctx ends or
+// the observation does; then the channel closes and stopped says why
+// (nil when ctx ended).
+func observeLeaders(ctx context.Context, e *leader.Election) (ids <-chan string, stopped func() error, err error) {
+	o, err := e.Observer(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ids := make(chan string)
+	out := make(chan string)
 	go func() {
-		defer close(ids)
-		for p := range ps {
+		defer close(out)
+		for p := range o.C {
 			select {
-			case ids <- string(p.Data):
+			case out <- string(p.Data):
 			case <-ctx.Done():
 			}
 		}
 	}()
-	return ids, nil
+	stopped = func() error {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return o.Err()
+	}
+	return out, stopped, nil
 }

@@ -114,12 +114,15 @@ func newLeaderCommand() *command {
 func watchLeaders(p *proc, e *leader.Election) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ids, err := observeLeaders(ctx, e)
+	ids, stopped, err := observeLeaders(ctx, e)
 	if err != nil {
 		return zkError(err)
 	}
 	for id := range ids {
 		fmt.Fprintln(p.stdout, id)
+	}
+	if err := stopped(); err != nil {
+		return zkError(err)
 	}
 	return nil
 }

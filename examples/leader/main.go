@@ -106,7 +106,11 @@ func parent(ctx context.Context, watcher *leader.Election) int {
 	for n := 1; n <= *members; n++ {
 		launch(n)
 	}
-	leaders, _ := watcher.Observe(ctx) // the leader now, then at every change
+	obs, err := watcher.Observer(ctx) // the leader now, then at every change
+	if err != nil {
+		log.Fatal(err)
+	}
+	leaders := obs.C
 	kill, resign, end := time.After(*killAfter), time.After(*resignAfter), time.After(*duration)
 	if *killAfter == 0 {
 		kill = nil
@@ -119,7 +123,11 @@ func parent(ctx context.Context, watcher *leader.Election) int {
 	ok := true
 	for {
 		select {
-		case p := <-leaders:
+		case p, open := <-leaders:
+			if !open { // ctx ended, or an error no retry can fix
+				fmt.Println("observing the election ended:", obs.Err())
+				return 1
+			}
 			current = p
 			say("parent", "observes: the leader is %s, token=%#x", p.Data, p.Token)
 			ok = ok && p.Token > last // a new term, a greater token
