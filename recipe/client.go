@@ -33,10 +33,10 @@ type Client struct {
 	tracer trace.Tracer
 	ins    instruments
 
-	lastHeard     atomic.Int64  // when a server was last known alive, on the seam's clock (nanos)
-	dialErr       atomic.Value  // error of the last failed dial
-	dials         atomic.Int64  // connections opened
-	untrusted     chan struct{} // closed when a server's certificate is refused
+	lastHeard     atomic.Int64          // when a server was last known alive, on the seam's clock (nanos)
+	dialErr       atomic.Pointer[error] // error of the last failed dial
+	dials         atomic.Int64          // connections opened
+	untrusted     chan struct{}         // closed when a server's certificate is refused
 	untrustedOnce sync.Once
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
 	wireSession   atomic.Int64 // session id of the last connect response
@@ -133,16 +133,23 @@ func newClient(cfg config) *Client {
 	return c
 }
 
+// lastDialErr is the error of the last failed dial, nil when none failed.
+func (c *Client) lastDialErr() error {
+	if p := c.dialErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 // awaitSession waits until the first session is established and
 // authenticates it, or says why it was not.
 func (c *Client) awaitSession(ctx context.Context, servers []string) error {
 	select {
 	case <-c.connected:
 	case <-c.untrusted:
-		err, _ := c.dialErr.Load().(error)
-		return fmt.Errorf("recipe: connect to %v: %w", servers, err)
+		return fmt.Errorf("recipe: connect to %v: %w", servers, c.lastDialErr())
 	case <-ctx.Done():
-		if err, ok := c.dialErr.Load().(error); ok {
+		if err := c.lastDialErr(); err != nil {
 			return fmt.Errorf("recipe: connect to %v: %w (last dial: %w)", servers, ctx.Err(), err)
 		}
 		if c.dials.Load() > 0 {

@@ -28,7 +28,7 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 			conn, err = handshake(conn, c.cfg.tls, address, timeout-time.Since(start))
 		}
 		if err != nil {
-			c.dialErr.Store(err)
+			c.dialErr.Store(&err) // errors of different types: not an atomic.Value
 			if certificateRefused(err) {
 				// Retrying will not change the certificate: Connect
 				// gives up at once rather than when its context ends.
