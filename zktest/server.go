@@ -582,7 +582,8 @@ func (s *Server) killLocked() {
 }
 
 // Freeze stops the server process with SIGSTOP, as a paused or swapped
-// out machine would stop: its connections stay open, nothing is answered,
+// out machine would stop, and (on Linux) returns once every thread of it
+// has stopped: its connections stay open, nothing is answered,
 // no session expires on it (its clock stops too) and its peers in an
 // ensemble see it silent. Thaw resumes it. Restart, Stop, Kill and Close
 // on a frozen server kill it.
@@ -610,6 +611,11 @@ func (s *Server) signal(sig syscall.Signal, frozen bool) error {
 	}
 	if err := s.proc.cmd.Process.Signal(sig); err != nil {
 		return fmt.Errorf("zktest: %v: %w", sig, err)
+	}
+	if frozen {
+		if err := waitStopped(s.proc.cmd.Process.Pid, 5*time.Second); err != nil {
+			return err
+		}
 	}
 	s.frozen = frozen
 	return nil
