@@ -276,6 +276,21 @@ func (e *env) fifo(t *testing.T, k kind, javaFirst bool) {
 			arrivals = append(arrivals, g, j)
 		}
 	}
+	e.queueInOrder(t, ctx, arrivals, participants, func(i int, p recipe.Participant) {
+		if !strings.HasPrefix(p.Node, "_c_") {
+			t.Errorf("participant %d: node %q: want a protected node", i, p.Node)
+		}
+	})
+}
+
+// queueInOrder has the first of arrivals hold, queues the others one
+// after the other, and checks that participants lists them in arrival
+// order, the first as the holder (and each as check says); then it
+// releases the first, and checks that the others held one by one in
+// arrival order, never two at once.
+func (e *env) queueInOrder(t *testing.T, ctx context.Context, arrivals []contender,
+	participants func(context.Context) ([]recipe.Participant, error), check func(i int, p recipe.Participant)) {
+	t.Helper()
 	names := make([]string, len(arrivals))
 	for i, c := range arrivals {
 		names[i] = c.name()
@@ -295,12 +310,10 @@ func (e *env) fifo(t *testing.T, k kind, javaFirst bool) {
 	var data []string
 	for i, p := range ps {
 		data = append(data, string(p.Data))
-		if p.Holder != (i == 0) {
-			t.Errorf("participant %d (%s, %s): Holder = %v", i, p.Data, p.Node, p.Holder)
+		if p.Holder != (i == 0) || p.Sequence < 0 {
+			t.Errorf("participant %d (%s, %s): Holder = %v, sequence %d", i, p.Data, p.Node, p.Holder, p.Sequence)
 		}
-		if !strings.HasPrefix(p.Node, "_c_") || p.Sequence < 0 {
-			t.Errorf("participant %d: node %q, sequence %d: want a protected, parsed node", i, p.Node, p.Sequence)
-		}
+		check(i, p)
 	}
 	if !slices.Equal(data, names) {
 		t.Errorf("Participants in order %v, want arrival order %v", data, names)

@@ -292,45 +292,7 @@ func (e *kazooEnv) fifo(t *testing.T, kazooFirst bool) {
 			arrivals = append(arrivals, g, k)
 		}
 	}
-	names := make([]string, len(arrivals))
-	for i, c := range arrivals {
-		names[i] = c.name()
-	}
-	if err := arrivals[0].hold(ctx); err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan error, len(arrivals))
-	for i, c := range arrivals[1:] {
-		go func() { errs <- c.loop(ctx, 1, 2*time.Millisecond) }()
-		locktest.Queued(t, i+2, participants)
-	}
-	ps, err := participants(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var data []string
-	for i, p := range ps {
-		data = append(data, string(p.Data))
-		if p.Holder != (i == 0) || p.Sequence < 0 {
-			t.Errorf("participant %d (%s, %s): Holder = %v, sequence %d", i, p.Data, p.Node, p.Holder, p.Sequence)
-		}
-	}
-	if !slices.Equal(data, names) {
-		t.Errorf("Participants in order %v, want arrival order %v", data, names)
-	}
-	if err := arrivals[0].release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range arrivals[1:] {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
-	evs := e.events(t)
-	checkExclusion(t, evs)
-	if got := enters(evs); !slices.Equal(got, names) {
-		t.Errorf("held in order %v, want arrival order %v", got, names)
-	}
+	e.queueInOrder(t, ctx, arrivals, participants, func(int, recipe.Participant) {})
 }
 
 // exclusion: kazoo's Locks (with extra_lock_patterns) and our mutexes
