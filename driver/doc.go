@@ -34,9 +34,9 @@
 // their sequence numbers, which the directory's counter gives them.
 // [Classify] sorts every other child: a lock-like name of no known kind
 // (ending in ten or more digits, such as kazoo's read lock's "__rlock__"
-// nodes) and Curator's semaphore layout ("leases", "locks") are nodes no
-// recipe here can order, which the engine refuses; anything else is left
-// alone.
+// nodes), Curator's semaphore layout ("leases", "locks") and kazoo's
+// semaphore leases (32 hex digits) are nodes no recipe here can order,
+// which the engine refuses; anything else is left alone.
 //
 // # Using a driver
 //

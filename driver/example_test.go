@@ -100,6 +100,6 @@ func ExampleClassify() {
 	// _c_2f0e3c84-1d5e-4b0e-9c1a-3b2a1f5e6d7c-lock-0000000041 a lock node of this library's kinds
 	// 3c9e5a1f0b7d4e2a8c6b1d0e9f7a5b3c__lock__0000000042      a lock node of another library's kind
 	// 3c9e5a1f0b7d4e2a8c6b1d0e9f7a5b3c__rlock__0000000043     a lock node of no known kind
-	// leases                                                  a child of Apache Curator's InterProcessSemaphoreV2 layout
+	// leases                                                  a child of another library's semaphore layout
 	// config                                                  not a lock node
 }

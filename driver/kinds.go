@@ -159,7 +159,8 @@ const (
 	Unknown
 	// Layout is a child of a lock layout the recipes do not speak:
 	// "leases" or "locks", the children Apache Curator's
-	// InterProcessSemaphoreV2 keeps in its directory.
+	// InterProcessSemaphoreV2 keeps in its directory, or a name of exactly
+	// 32 lowercase hex digits, a lease of kazoo's Semaphore.
 	Layout
 )
 
@@ -175,7 +176,7 @@ func (c Class) String() string {
 	case Unknown:
 		return "a lock node of no known kind"
 	case Layout:
-		return "a child of Apache Curator's InterProcessSemaphoreV2 layout"
+		return "a child of another library's semaphore layout"
 	}
 	return "Class(" + strconv.Itoa(int(c)) + ")"
 }
@@ -189,10 +190,24 @@ const seqDigits = 10
 // "locks", the leases under "leases".
 var curatorSemaphore = []string{"leases", "locks"}
 
+// kazooLease reports whether name is that of a lease of kazoo's
+// Semaphore: a UUID as 32 lowercase hex digits.
+func kazooLease(name string) bool {
+	if len(name) != 32 {
+		return false
+	}
+	for i := range len(name) {
+		if c := name[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Classify tells what the child of a lock directory named name is: a node
 // of a kind of the table ([Native] or [Foreign], as [KindOf] finds it), a
 // lock-like node of no known kind ([Unknown]: a name ending in ten or more
-// digits), a child of Curator's semaphore layout ([Layout]), or none of
+// digits), a child of Curator's or kazoo's semaphore layout ([Layout]), or none of
 // these ([Unrelated]).
 func Classify(name string) Class {
 	if ln, _, ok := KindOf(name); ok {
@@ -201,7 +216,7 @@ func Classify(name string) Class {
 		}
 		return Native
 	}
-	if slices.Contains(curatorSemaphore, name) {
+	if slices.Contains(curatorSemaphore, name) || kazooLease(name) {
 		return Layout
 	}
 	digits := 0

@@ -293,8 +293,9 @@ func TestClassify(t *testing.T) {
 		{"0000000005", Unknown},                      // a bare sequence
 		{"lock-" + strings.Repeat("1", 20), Unknown}, // too long for a sequence of ours
 		{"leases", Layout}, {"locks", Layout},        // Curator's InterProcessSemaphoreV2
+		{kazoo, Layout}, {"3c9e5a1f0b7d4e2a8c6b1d0e9f71234567890", Unknown}, // kazoo's Semaphore lease; hex ending in a sequence
 		{"config", Unrelated}, {"leases2", Unrelated}, {"lock", Unrelated}, // persistent children
-		{"shard-123456789", Unrelated}, {kazoo, Unrelated}, {"", Unrelated}, // fewer than ten digits at the end
+		{"shard-123456789", Unrelated}, {"3C9E5A1F0B7D4E2A8C6B1D0E9F7A5B3C", Unrelated}, {"", Unrelated}, // fewer than ten digits at the end
 		{"Leases", Unrelated}, {"locks/x", Unrelated}, {"version-2024", Unrelated},
 	}
 	for _, tt := range tests {

@@ -34,6 +34,7 @@ var foreignChildren = []foreignChild{
 	{"unknown-sequential", sequential(func() string { return "member-" })},            // some other recipe's
 	{"curator-leases", persistent("leases")},                                          // Curator's InterProcessSemaphoreV2
 	{"curator-locks", persistent("locks")},
+	{"kazoo-semaphore-lease", func(t *testing.T, conn *zk.Conn, dir string) string { return persistent(kazooPrefix())(t, conn, dir) }}, // kazoo's Semaphore
 }
 
 // kazooLock is kazoo's Lock, WriteLock and Election node: a contender of
@@ -101,7 +102,7 @@ func checkRefused(t *testing.T, what string, err error, h handle, node string) {
 }
 
 // A lock directory holding a node no recipe of ours can order (kazoo's,
-// an unknown sequential name, Curator's semaphore layout) makes every
+// an unknown sequential name, Curator's or kazoo's semaphore layout) makes every
 // acquire fail with ErrMismatch naming it, whether the node came before
 // our node or after it, and nothing of ours is left behind.
 func TestForeignNodesRefused(t *testing.T) {
