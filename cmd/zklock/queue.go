@@ -35,9 +35,10 @@ flags:
 const lsHelp = `usage: zklock ls [flags] PATH
 
 List the queue of the lock directory PATH in order, whatever wrote it
-(zklock, the Go packages, Curator): position, state (holds, waits, or ?
-when unknown), kind (mutex, read, write, lease, latch), age, session,
-token (the node's czxid), node name and data (the holder's identity).
+(zklock, the Go packages, Curator, kazoo's Lock): position, state
+(holds, waits, or ? when unknown), kind (mutex, read, write, lease,
+latch), age, session, token (the node's czxid), node name and data (the
+holder's identity).
 
 flags:
   --json                         print JSON instead of a table
