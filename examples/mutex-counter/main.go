@@ -145,14 +145,26 @@ func parent() int {
 }
 
 // relay copies a worker's output to ours. A worker that stalls has stopped
-// itself (SIGSTOP): relay resumes it once its session has expired.
+// itself (SIGSTOP): relay resumes it once its session has expired, and
+// again every half second until it has ended, in case its stop came late.
 func relay(out io.Reader, p *os.Process) {
+	ended := make(chan struct{})
+	defer close(ended)
 	for sc := bufio.NewScanner(out); sc.Scan(); {
 		fmt.Println(sc.Text())
 		if strings.HasSuffix(sc.Text(), "stalls before writing") {
 			d := 2**session + time.Second
 			fmt.Printf("parent    resumes worker pid %d in %v, once its session has expired\n", p.Pid, d)
-			time.AfterFunc(d, func() { _ = p.Signal(syscall.SIGCONT) })
+			go func() {
+				for t := time.After(d); ; t = time.After(500 * time.Millisecond) {
+					select {
+					case <-t:
+						_ = p.Signal(syscall.SIGCONT)
+					case <-ended:
+						return
+					}
+				}
+			}()
 		}
 	}
 }
