@@ -109,6 +109,8 @@ func (w *Worker) guard(p Part, mode Mode, stop <-chan struct{}, ep *episodeLog) 
 		_, err := p.Commit(cctx, entry)
 		ccancel()
 		switch {
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+			return // stopped before the write was sent
 		case err == nil:
 			ep.guard.count(func(g *guardLog) { g.committed++ })
 		case errors.Is(err, recipe.ErrCommitUnknown):
@@ -129,6 +131,8 @@ func (w *Worker) probe(ctx context.Context, p Part, entry recipe.Op, ep *episode
 	defer cancel()
 	_, err := p.Commit(cctx, entry)
 	switch {
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// stopped before the probe was sent
 	case err == nil:
 		ep.problem("worker %d: a write under %s committed after its Done closed (%v)", w.ID, p.Node, p.Err())
 	case errors.Is(err, recipe.ErrLost), errors.Is(err, recipe.ErrNotHeld), errors.Is(err, recipe.ErrCommitUnknown):
