@@ -30,7 +30,7 @@ type slowConn struct {
 	delay    time.Duration
 	chunks   chan chunk
 	buf      []byte
-	pending  *chunk                     // received, not yet due
+	pending  *chunk                    // received, not yet due
 	deadline atomic.Pointer[time.Time] // read deadline, nil for none
 	closed   chan struct{}
 	once     atomic.Bool
