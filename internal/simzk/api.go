@@ -378,9 +378,10 @@ func (w *World) setWatches(l *link, rel int64, data, exist, child []string) {
 func (w *World) multi(l *link, ops []any) reply {
 	for _, op := range ops {
 		if cr, ok := op.(*zk.CreateRequest); ok && (cr.Flags == zk.FlagTTL || cr.Flags == zk.FlagPersistentSequentialWithTTL) {
-			// ZooKeeper refuses the whole request before it is a
-			// transaction (a marshalling error in the reply header).
-			return reply{zxid: w.zxid, err: codeError(-5)}
+			// ZooKeeper refuses the whole request, after taking a
+			// zxid, with a marshalling error in the reply header.
+			t := w.begin()
+			return t.end(reply{}, codeError(-5))
 		}
 	}
 	t := w.begin()
