@@ -178,10 +178,12 @@ func (c *Conn) SessionID() int64 { return c.sessionID.Load() }
 // reads, before the caller has it: op is go-zookeeper's name of the
 // request ("create", "createContainer", "delete", "setData", "getData",
 // "getChildren2", "exists", "multi", "setAuth", "setWatches", "close",
-// "ping", and "connect" for a handshake), zxid the zxid of the reply
-// (for a write the transaction's, so a create's is the new node's czxid;
-// 0 for "connect"), written when the request was written, err the
-// request's error as go-zookeeper gives it (a failed multi's: its failed
+// "ping", and "connect" for a handshake), path the request's path (for a
+// create that succeeded, the path created, sequence number included; ""
+// for requests without one), zxid the zxid of the reply (for a write the
+// transaction's, so a create's is the new node's czxid; 0 for
+// "connect"), written when the request was written, err the request's
+// error as go-zookeeper gives it (a failed multi's: its failed
 // operation's).
 func (c *Conn) OnReply(fn func(op string, path string, zxid int64, written time.Time, err error)) {
 	c.mu.Lock()
@@ -190,7 +192,8 @@ func (c *Conn) OnReply(fn func(op string, path string, zxid int64, written time.
 }
 
 // OnWritten sets the function called, on the loop, when a request leaves
-// the client, before the server can apply it (op as for OnReply).
+// the client, before the server can apply it (op as for OnReply, path the
+// request's).
 func (c *Conn) OnWritten(fn func(op, path string)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -385,7 +388,11 @@ func (c *Conn) run() {
 		}
 		var tc <-chan time.Time
 		if !next.IsZero() {
-			timer.Reset(time.Until(next))
+			d := time.Until(next)
+			if d <= 0 {
+				continue // more is due now
+			}
+			timer.Reset(d)
 			tc = timer.C
 		}
 		select {
@@ -580,7 +587,11 @@ func (c *Conn) deliver(l *link, m message, now time.Time) {
 		fn := c.onReply
 		c.mu.Unlock()
 		if fn != nil {
-			fn(cl.op, cl.path, m.rep.zxid, cl.written, m.rep.err)
+			path := cl.path
+			if m.rep.path != "" {
+				path = m.rep.path // a create's: the path created
+			}
+			fn(cl.op, path, m.rep.zxid, cl.written, m.rep.err)
 		}
 		if cl.recv != nil {
 			cl.recv(&m.rep)

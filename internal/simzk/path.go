@@ -57,14 +57,6 @@ func parent(path string) (dir, name string) {
 	return path[:i], path[i+1:]
 }
 
-// join returns the path of the child name of dir.
-func join(dir, name string) string {
-	if dir == "/" {
-		return "/" + name
-	}
-	return dir + "/" + name
-}
-
 // createMode is go-zookeeper's reading of create flags.
 type createMode struct {
 	ephemeral, sequential, container, ttl bool
