@@ -755,6 +755,9 @@ var scripts = []script{
 		e.create(0, "/n", 0)
 		e.create(0, "/d/k", 0)
 		e.awaitState(1, zk.StateHasSession)
+		// go-zookeeper sends SetWatches from a goroutine of its own once
+		// it has the session: a call made at once may go before it.
+		time.Sleep(200 * time.Millisecond)
 		e.sync(1)
 		e.check("x")
 		e.check("y")

@@ -70,9 +70,14 @@
 //     when the connection is lost; calls made while disconnected wait
 //     and are written on the next connection, whichever session it has.
 //   - Watches survive reconnects to the same session: the client sets
-//     them again (after the calls that were waiting), relative to the last
-//     zxid it read, and the server fires at once those whose node changed
-//     meanwhile.
+//     them again, relative to the last zxid it read, and the server fires
+//     at once those whose node changed meanwhile. As in go-zookeeper, the
+//     calls that waited for the connection are written before SetWatches,
+//     so their replies can come before the events of changes made while
+//     disconnected (go-zookeeper also races SetWatches, sent from a
+//     goroutine, against calls made just after StateHasSession; here
+//     only calls made from another goroutine while the loop is sending
+//     the session events can pass it).
 //   - Pings every third of the session timeout; the client gives the
 //     connection up after 2/3 of it without a message from the server.
 //

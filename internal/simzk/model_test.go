@@ -526,6 +526,43 @@ func TestPartitionExpiresSession(t *testing.T) {
 	})
 }
 
+func TestPartitionSessionSurvives(t *testing.T) {
+	sim(t, func(t *testing.T, w *simzk.World) {
+		a, ra := client(w)
+		b, _ := client(w)
+		must(a.Create("/e", nil, zk.FlagEphemeral, acl))
+		must(b.Create("/n", nil, 0, acl))
+		_, _, aw, _ := a.GetW("/n")
+		sid := a.SessionID()
+		start := time.Now()
+		a.Partition(timeout * 5 / 6) // longer than the receive timeout, shorter than the session's
+		_, _ = b.Set("/n", nil, -1)  // a is told once reconnected
+		if _, err := a.Create("/x", nil, 0, acl); err != zk.ErrConnectionClosed {
+			t.Errorf("call during the partition: %v", err)
+		}
+		// Made while disconnected: waits for the reconnect, same session.
+		if _, err := a.Create("/y", nil, 0, acl); err != nil {
+			t.Error(err)
+		}
+		if got := time.Since(start); got < timeout*5/6 {
+			t.Errorf("reconnected after %v, during the partition", got)
+		}
+		if a.SessionID() != sid || w.Snapshot()["/e"].EphemeralOwner != sid {
+			t.Error("the session did not survive")
+		}
+		if _, ok := w.Snapshot()["/x"]; ok {
+			t.Error("a request written into the abandoned connection was applied")
+		}
+		if ev := <-aw; ev.Type != zk.EventNodeDataChanged {
+			t.Errorf("watch: %+v", ev)
+		}
+		got := states(ra)
+		if slices.Contains(got, zk.StateExpired) || got[len(got)-1] != zk.StateHasSession {
+			t.Errorf("events %v", got)
+		}
+	})
+}
+
 func TestShortPartition(t *testing.T) {
 	sim(t, func(t *testing.T, w *simzk.World) {
 		a, ra := client(w)
