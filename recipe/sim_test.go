@@ -351,7 +351,7 @@ func (r *simRun) granted(h *simHold) {
 	}
 	leases := 1
 	for _, o := range r.holds {
-		if o.release || o.killed || closed(o.done) || o.h.suspendedNow() {
+		if o.release || o.killed || isClosed(o.done) || o.h.suspendedNow() {
 			continue
 		}
 		switch {
@@ -376,15 +376,6 @@ func (h *Hold) suspendedNow() bool {
 	in := h.inSusp
 	h.mu.Unlock()
 	return in || (h.l.c.cfg.tolerateSuspension && h.pending())
-}
-
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // cycleLoop is one client's workload: acquire with a random timeout, hold
