@@ -233,6 +233,9 @@ func run() int {
 	fmt.Printf("cycles done:        %d (%d holds, %d lost, %d acquire timeouts)\n", sum.Cycles, sum.Holds, sum.Lost, sum.Timeouts)
 	fmt.Printf("faults injected:    %d (%s)\n", totalInj, strings.Join(faultNames, ", "))
 	fmt.Printf("violations:         %d\n", len(sum.Violations))
+	g := sum.Guarded
+	fmt.Printf("guarded writes:     %d in the registers (%d commits refused, %d outcomes unknown, %d probes after a loss, all refused)\n",
+		g.Writes, g.Refused, g.Unknown, g.Probes)
 	fmt.Printf("leaked nodes:       %d (%d while open, %d after close)\n", leaked, len(sum.Leaked), len(closedLeaks))
 	fmt.Printf("problems:           %d (undocumented errors, calls past their bound)\n", len(sum.Problems))
 	fmt.Printf("goroutines:         %d before, %d with the clients open at the start, %d at the end, %d after closing everything\n",
