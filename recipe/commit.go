@@ -144,7 +144,8 @@ func (e *OpError) Unwrap() error { return e.Err }
 // session is suspended or replaced, with an error wrapping [ErrLost] and
 // the reason. While a suspension is in progress ([WithSuspensionTolerance])
 // Err stays nil but Commit fails with [ErrConnectionSuspended] as the
-// reason: wait for Resumed, then commit again.
+// reason: wait for Resumed, then commit again. A ctx that has already
+// ended sends nothing, and its error is returned.
 //
 // The server may refuse the transaction: when the hold's node is gone
 // the error wraps [ErrLost] and [ErrNodeDeleted] (or [ErrSessionExpired])
