@@ -125,7 +125,7 @@ func newClient(cfg config) *Client {
 		untrusted: make(chan struct{}),
 	}
 	var err error
-	if c.ins, err = newInstruments(cfg.meterProvider); err != nil {
+	if c.ins, err = instrumentsFor(cfg.meterProvider); err != nil {
 		c.log.Warn("some metric instruments could not be created", "err", err)
 	}
 	c.lifetime, c.cancelLife = context.WithCancel(context.Background())

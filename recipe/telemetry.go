@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,6 +26,34 @@ type instruments struct {
 	holders         metric.Int64UpDownCounter
 	waiters         metric.Int64UpDownCounter
 	holdDuration    metric.Float64Histogram
+}
+
+// shared holds the instruments of the meter provider the last client was
+// made with, for the next client made with the same one. OpenTelemetry's
+// global provider, until a program installs its own, keeps every
+// instrument created on it (to hand them to the real provider later), so
+// instruments made per client would grow without bound in a program that
+// makes many clients.
+var shared struct {
+	sync.Mutex
+	mp  metric.MeterProvider
+	ins instruments
+}
+
+// instrumentsFor returns the instruments of mp: the shared ones when the
+// last client was made with mp too.
+func instrumentsFor(mp metric.MeterProvider) (instruments, error) {
+	shared.Lock()
+	defer shared.Unlock()
+	t := reflect.TypeOf(mp)
+	if shared.mp != nil && t == reflect.TypeOf(shared.mp) && t.Comparable() && shared.mp == mp {
+		return shared.ins, nil
+	}
+	ins, err := newInstruments(mp)
+	if err == nil && t != nil && t.Comparable() {
+		shared.mp, shared.ins = mp, ins
+	}
+	return ins, err
 }
 
 func newInstruments(mp metric.MeterProvider) (instruments, error) {
