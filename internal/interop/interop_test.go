@@ -344,15 +344,22 @@ func (e *env) exclusion(t *testing.T, kinds []kind) {
 	for i := range perLanguage {
 		cs = append(cs, e.javaC(i, kinds[i%len(kinds)], path), e.goC(t, i, kinds[(i+1)%len(kinds)], path))
 	}
+	e.loopTogether(t, ctx, cs, cycles, "Java")
+}
+
+// loopTogether has every contender of cs loop cycles times on one path at
+// once, then checks the log: never two holds at once where the kinds
+// exclude each other, every hold logged, and the lock passed at least once
+// between Go and the other language (named other).
+func (e *env) loopTogether(t *testing.T, ctx context.Context, cs []contender, cycles int, other string) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for _, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := c.loop(ctx, cycles, time.Millisecond); err != nil {
 				t.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	evs := e.events(t)
@@ -368,7 +375,7 @@ func (e *env) exclusion(t *testing.T, kinds []kind) {
 		}
 	}
 	if handoffs == 0 {
-		t.Errorf("the lock never passed between Go and Java: %v", ids)
+		t.Errorf("the lock never passed between Go and %s: %v", other, ids)
 	}
 	t.Logf("%d holds, %d handoffs between the languages", len(ids), handoffs)
 }

@@ -305,31 +305,7 @@ func (e *kazooEnv) exclusion(t *testing.T) {
 	for i := range len(e.kazoo) {
 		cs = append(cs, e.kazooC(i, path, twoWay), e.goC(t, i, kindMutex, path))
 	}
-	var wg sync.WaitGroup
-	for _, c := range cs {
-		wg.Go(func() {
-			if err := c.loop(ctx, cycles, time.Millisecond); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	evs := e.events(t)
-	checkExclusion(t, evs)
-	ids := enters(evs)
-	if got, want := len(ids), len(cs)*cycles; got != want {
-		t.Errorf("%d holds logged, want %d", got, want)
-	}
-	handoffs := 0
-	for i := 1; i < len(ids); i++ {
-		if ids[i][:2] != ids[i-1][:2] {
-			handoffs++
-		}
-	}
-	if handoffs == 0 {
-		t.Errorf("the lock never passed between Go and Python: %v", ids)
-	}
-	t.Logf("%d holds, %d handoffs between the languages", len(ids), handoffs)
+	e.loopTogether(t, ctx, cs, cycles, "Python")
 }
 
 // readLockRefused: kazoo's ReadLock holds (an "__rlock__" node, which no
