@@ -1,8 +1,8 @@
 package driver
 
 import (
-	"cmp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -64,33 +64,42 @@ func parseDigits(s string) (int64, bool) {
 // and deterministic: it does not depend on the order of the input, which
 // Sort does not modify.
 func Sort(names []string, lockNames ...string) []string {
-	type entry struct {
-		name string
-		seq  int64
-		ok   bool
-	}
-	entries := make([]entry, len(names))
+	q := byQueue{names: append(make([]string, 0, len(names)), names...), seqs: make([]int64, len(names))}
 	for i, name := range names {
-		seq, ok := Sequence(name, lockNames...)
-		entries[i] = entry{name, seq, ok}
-	}
-	slices.SortFunc(entries, func(a, b entry) int {
-		switch {
-		case a.ok != b.ok:
-			if a.ok {
-				return -1
-			}
-			return 1
-		case a.ok && a.seq != b.seq:
-			return cmp.Compare(a.seq, b.seq)
+		if seq, ok := Sequence(name, lockNames...); ok {
+			q.seqs[i] = seq
+		} else {
+			q.seqs[i] = -1 // no sequence: after every node that has one
 		}
-		return strings.Compare(a.name, b.name)
-	})
-	sorted := make([]string, len(entries))
-	for i, e := range entries {
-		sorted[i] = e.name
 	}
-	return sorted
+	sort.Sort(q)
+	return q.names
+}
+
+// byQueue sorts names by their sequence numbers (seqs, -1 for none, last),
+// then by name. Two parallel slices cost Sort two allocations per call,
+// whatever the length of the queue.
+type byQueue struct {
+	names []string
+	seqs  []int64
+}
+
+func (q byQueue) Len() int { return len(q.names) }
+
+func (q byQueue) Less(i, j int) bool {
+	a, b := q.seqs[i], q.seqs[j]
+	switch {
+	case (a < 0) != (b < 0):
+		return a >= 0
+	case a >= 0 && a != b:
+		return a < b
+	}
+	return q.names[i] < q.names[j]
+}
+
+func (q byQueue) Swap(i, j int) {
+	q.names[i], q.names[j] = q.names[j], q.names[i]
+	q.seqs[i], q.seqs[j] = q.seqs[j], q.seqs[i]
 }
 
 // Filter returns a new slice with the names that contain at least one of

@@ -90,7 +90,7 @@ type attempt struct {
 	trimmed bool            // queue holds only the watched window up to our node
 	watch   []string        // the nodes the driver named
 	waited  bool            // the driver named nodes to wait for
-	watches map[string]<-chan zk.Event
+	watches watchSet
 }
 
 func newAttempt(l *Lock, try bool, span trace.Span) *attempt {
@@ -192,7 +192,7 @@ func (a *attempt) decide() (turn, error) {
 		a.span.SetAttributes(telemetry.AttrPosition.Int(dec.Position))
 	}
 	a.trim(dec)
-	a.watch = dec.Watch
+	a.watch = a.named(dec.Watch)
 	a.waited = true
 	return turn{next: arming}, nil
 }

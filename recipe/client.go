@@ -43,6 +43,7 @@ type Client struct {
 	zxids         createZxids  // zxids of create replies, by returned path
 	createWrites  createWrites // creates written to the wire, for reads sent behind them
 	stats         stats
+	workers       workers         // run go-zookeeper's requests (workers.go)
 	lifetime      context.Context // cancelled by Close
 	cancelLife    context.CancelFunc
 	closeOnce     sync.Once
@@ -129,6 +130,7 @@ func newClient(cfg config) *Client {
 		c.log.Warn("some metric instruments could not be created", "err", err)
 	}
 	c.lifetime, c.cancelLife = context.WithCancel(context.Background())
+	c.workers.jobs = make(chan *running)
 	c.negotiatedMs.Store(cfg.sessionTimeout.Milliseconds())
 	return c
 }
@@ -178,6 +180,7 @@ func (c *Client) Close() error {
 		c.closed = true
 		c.endEpochLocked(c.cur, ErrClosed)
 		c.mu.Unlock()
+		c.closeWorkers()
 		c.cancelLife()
 		if c.zk != nil {
 			c.zk.Close()

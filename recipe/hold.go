@@ -29,12 +29,10 @@ type Hold struct {
 	prefix  string // protected prefix of the node
 	sweep   bool   // a duplicate of the node may appear: sweep the prefix when done
 
-	ctx       context.Context // ends the monitor: cancelled by Release, or the epoch ends
-	cancel    context.CancelFunc
-	exited    chan struct{}
-	watchNow  chan struct{} // closed when someone asks for the loss signal
-	watchOnce sync.Once
-	start     time.Time     // when the hold began
+	ctx      context.Context // ends the monitor: cancelled by Release, or the epoch ends
+	cancel   context.CancelFunc
+	start    time.Time     // when the hold began
+	stopLazy func() bool   // ends the wait for the epoch's end of a hold with no monitor
 	revoked   chan struct{} // closed when a holder of a revocable lock is asked to let go
 	revOnce   sync.Once
 
@@ -42,6 +40,9 @@ type Hold struct {
 	done     chan struct{}
 	err      error
 	released bool
+	mon      monitorState
+	ownW     <-chan zk.Event // the acquire's watch on our node, for the monitor
+	exited   chan struct{}   // closed when the monitor, once started, ends
 
 	// Suspension ([WithSuspensionTolerance]), under mu.
 	suspended chan struct{} // closed while a suspension is in progress
@@ -63,10 +64,9 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		sweep:    sweep,
 		ep:       ep,
 		done:     make(chan struct{}),
-		exited:   make(chan struct{}),
-		watchNow: make(chan struct{}),
 		start:    time.Now(),
 		revoked:  make(chan struct{}),
+		ownW:     ownW,
 
 		suspended: make(chan struct{}),
 		resumed:   closedChan,
@@ -78,15 +78,53 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 			h.cleared-- // born suspended: it must come through this one
 		}
 	}
-	if l.spec.Revocable || l.spec.MaxHold > 0 {
-		h.wantWatch() // the watch carries revocation; the monitor keeps time
-	}
 	h.ctx, h.cancel = context.WithCancel(ep.ctx)
-	if !l.c.goroutine(func() { h.monitor(ownW) }) {
-		h.end(lostError(ErrClosed))
-		close(h.exited)
+	if l.spec.Revocable || l.spec.MaxHold > 0 || l.c.cfg.tolerateSuspension {
+		// The watch carries revocation, the monitor keeps time and rides
+		// out suspensions: these holds are watched from the start.
+		h.startMonitor()
+	} else {
+		h.stopLazy = context.AfterFunc(h.ctx, h.loseIfEpochEnded)
 	}
 	return h
+}
+
+// monitorState says whether a hold's monitor runs.
+type monitorState uint8
+
+const (
+	// monitorIdle: nobody has asked for the loss signal. The hold has no
+	// goroutine and no watch of its own; the end of its epoch is recorded
+	// through the context (stopLazy). Most holds are released in this
+	// state, so a lock cycle costs no goroutine and no read.
+	monitorIdle monitorState = iota
+	monitorRunning
+	monitorNever // released before anyone asked
+)
+
+// startMonitor starts the monitor (once): it watches our node and the
+// epoch until the hold ends, and records the loss. It starts when the loss
+// signal is first asked for (Done, Err, Suspended, Resumed), or at once
+// for a hold that needs watching whoever asks (see newHold).
+func (h *Hold) startMonitor() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mon != monitorIdle {
+		return
+	}
+	h.mon = monitorRunning
+	if h.stopLazy != nil {
+		h.stopLazy() // the monitor watches the epoch from now on
+	}
+	h.exited = make(chan struct{})
+	ownW := h.ownW
+	h.ownW = nil
+	if !h.l.c.goroutine(func() { h.monitor(ownW) }) {
+		if h.err == nil && !h.released {
+			h.endLocked(lostError(ErrClosed))
+		}
+		close(h.exited)
+	}
 }
 
 // revokeMarker is the data that asks the holder of a revocable lock to let
@@ -114,10 +152,14 @@ func (h *Hold) Token() int64 { return h.token }
 // (see [Hold.Err]) or after [Hold.Release].
 //
 // Done does two things besides answering. It has the hold watch its node
-// now, if it does not yet: a hold that was acquired without reading its
-// node sets that watch only after a short delay, or when its loss signal
-// is first asked for (Done, Err, Suspended or Resumed), so that a hold
-// released at once costs no read. And it judges the silence of the
+// now, if it does not yet: a hold starts watching its node (with a
+// goroutine of its own and a read) only when its loss signal is first
+// asked for (Done, Err, Suspended or Resumed), so that a hold nobody asks
+// about costs neither; the end of its session or connection is recorded
+// all the same, and a deletion of its node by another client is found
+// when the loss signal is asked for. (A revocable hold, one with a
+// maximum hold time, and every hold of a client that tolerates
+// suspensions are watched from the start.) And it judges the silence of the
 // connection now: if nothing has been heard for longer than the loss
 // timeout, the loss is recorded first (so the channel is already closed),
 // or, with [WithSuspensionTolerance], the suspension begins.
@@ -299,12 +341,21 @@ func (h *Hold) Release(ctx context.Context) error {
 	}
 	h.released = true
 	lost := h.err
+	exited := h.exited // nil: no monitor, and none will start
+	if h.mon == monitorIdle {
+		h.mon = monitorNever
+	}
 	h.mu.Unlock()
+	if h.stopLazy != nil {
+		h.stopLazy()
+	}
 	// The monitor stops while the delete is under way (it reports no loss
 	// once released is set): waiting for it first would put a goroutine
 	// switch before the hand-off to the next in line.
 	h.cancel()
-	defer func() { <-h.exited }()
+	if exited != nil {
+		defer func() { <-exited }()
+	}
 	if lost != nil {
 		return lost
 	}
@@ -381,9 +432,6 @@ func (h *Hold) finish(err error) {
 		h.endLocked(err)
 	}
 }
-
-// end is endLocked for a hold no one else can see yet.
-func (h *Hold) end(err error) { h.endLocked(err) }
 
 // endLocked records why the hold ended and closes Done. h.mu is held (or
 // the hold is not shared yet) and h.err is nil.

@@ -26,8 +26,9 @@ func TestOversizedDataRefused(t *testing.T) {
 	held, err := mutex.New(c, path+"/held")
 	must(t, err)
 	must(t, held.Lock(ctx))
-	// The hold watches its node within 100 ms (one read): let that be
-	// done before counting.
+	// Asked for its loss signal, the hold watches its node (one read):
+	// let that be done before counting.
+	held.Done()
 	locktest.Eventually(t, 10*time.Second, "the hold watching its node", func() bool {
 		r, err := srv.FourLetter("wchp")
 		return err == nil && strings.Contains(r, path+"/held/"+held.Node())

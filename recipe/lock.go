@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zkrecipes/zkrecipes/driver"
@@ -85,13 +83,7 @@ type Lock struct {
 	queue []string
 	data  []byte
 
-	spanName     string
-	releaseSpan  string
-	acquireNote  func(error, time.Duration) // counts and logs the acquire's retries
-	releaseNote  func(error, time.Duration)
-	attrs        metric.MeasurementOption            // recipe attribute
-	endAttrs     map[string]metric.MeasurementOption // recipe + hold.end
-	outcomeAttrs map[string]metric.MeasurementOption // recipe + outcome
+	*recipeTel // names and attribute sets of the recipe's telemetry
 
 	// busy is set when the last acquire found the lock taken. An acquire
 	// then sends its listing after its create's reply rather than behind
@@ -100,8 +92,6 @@ type Lock struct {
 	// the waiters being handed the lock.
 	busy atomic.Bool
 }
-
-var outcomes = []string{"acquired", "timeout", "cancelled", "held_elsewhere", "error"}
 
 // errDirData is DirMismatch's default.
 var errDirData = errors.New("other directory data")
@@ -130,18 +120,7 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 		q = []string{spec.LockName}
 	}
 	l := &Lock{c: c, dir: path, spec: spec, queue: q, data: append([]byte(nil), data...),
-		spanName: spec.Recipe + ".acquire", releaseSpan: spec.Recipe + ".release", attrs: recipeAttrs(spec.Recipe),
-		outcomeAttrs: make(map[string]metric.MeasurementOption, len(outcomes))}
-	l.acquireNote, l.releaseNote = c.noteRetry(l.spanName), c.noteRetry(spec.Recipe+".release")
-	l.endAttrs = make(map[string]metric.MeasurementOption, 3)
-	for _, e := range []string{"released", "lost", "max_hold"} {
-		l.endAttrs[e] = metric.WithAttributeSet(attribute.NewSet(
-			telemetry.AttrRecipe.String(spec.Recipe), telemetry.AttrHoldEnd.String(e)))
-	}
-	for _, o := range outcomes {
-		l.outcomeAttrs[o] = metric.WithAttributeSet(attribute.NewSet(
-			telemetry.AttrRecipe.String(spec.Recipe), telemetry.AttrOutcome.String(o)))
-	}
+		recipeTel: telemetryOf(spec.Recipe)}
 	return l, nil
 }
 
@@ -188,6 +167,12 @@ func (spec LockSpec) withDefaults() LockSpec {
 	}
 	return spec
 }
+
+// acquireNote counts and logs an acquire's retries.
+func (l *Lock) acquireNote(err error, wait time.Duration) { l.c.retried(l.spanName, err, wait) }
+
+// releaseNote counts and logs a release's retries.
+func (l *Lock) releaseNote(err error, wait time.Duration) { l.c.retried(l.releaseSpan, err, wait) }
 
 // Path returns the lock directory.
 func (l *Lock) Path() string { return l.dir }
@@ -251,7 +236,7 @@ func (l *Lock) acquire(ctx context.Context, n int, try bool) ([]*Hold, error) {
 		return nil, &notAcquired{l.spec.NotAcquired, l.dir, fmt.Errorf("%w: nil context", ErrInvalidArgument)}
 	}
 	start := time.Now()
-	ctx, span := l.c.tracer.Start(ctx, l.spanName)
+	ctx, span := l.startSpan(ctx, l.spanName)
 	defer span.End()
 	recording := span.IsRecording() // attributes are built only for a span that keeps them
 	if recording {
@@ -278,6 +263,22 @@ func (l *Lock) acquire(ctx context.Context, n int, try bool) ([]*Hold, error) {
 	l.recordFailed(ctx, span, err, waited)
 	return nil, &notAcquired{l.spec.NotAcquired, l.dir, err}
 }
+
+// startSpan starts the span named name. When nothing records it and it
+// carries no trace to pass on (no tracer provider installed), the caller
+// keeps neither the span nor the context derived for it: a queued waiter
+// then holds no tracing state.
+func (l *Lock) startSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+	sctx, span := l.c.tracer.Start(ctx, name)
+	if !span.IsRecording() && !span.SpanContext().IsValid() {
+		span.End()
+		return ctx, noSpan
+	}
+	return sctx, span
+}
+
+// noSpan is a span that records nothing and costs nothing.
+var noSpan = trace.SpanFromContext(context.Background())
 
 // recordAcquired notes a successful acquire in the span, metrics and log.
 func (l *Lock) recordAcquired(ctx context.Context, span trace.Span, hs []*Hold, waited time.Duration) {

@@ -27,38 +27,12 @@ func (h *Hold) checkSilence() {
 	}
 }
 
-// wantWatch asks the monitor to arm the watch on our node now.
-func (h *Hold) wantWatch() { h.watchOnce.Do(func() { close(h.watchNow) }) }
-
-// lazyWatchDelay is how long a hold acquired without a watch on its own
-// node waits before arming one, unless someone asks for its loss signal
-// first (Done or Err). Most holds in a busy queue are released sooner, and
-// then the watch, a read on every acquire, is never sent. Loss of the
-// session or the connection is signalled as ever; only a deletion of the
-// node by another client, during this delay, is reported up to a round
-// trip after the delay instead of after the deletion.
-const lazyWatchDelay = 100 * time.Millisecond
-
-// awaitWatchWanted waits until the own-node watch is asked for,
-// lazyWatchDelay has passed or a suspension begins (begun). It reports
-// false when the hold's context ended first.
-func (h *Hold) awaitWatchWanted(begun <-chan struct{}) bool {
-	t := time.NewTimer(lazyWatchDelay)
-	defer t.Stop()
-	select {
-	case <-h.watchNow:
-	case <-t.C:
-	case <-begun:
-	case <-h.ctx.Done():
-		return false
-	}
-	return true
-}
+// wantWatch has the monitor watch our node now, if it does not yet.
+func (h *Hold) wantWatch() { h.startMonitor() }
 
 // monitor watches our node and the epoch until the hold ends, and records
 // the loss if it was lost. Each concern is a piece of its own: the maximum
-// hold time (maxHoldTimer), the lazy first watch on our node
-// (awaitWatchWanted), revocation (firstWatch, and rearm's check of the
+// hold time (maxHoldTimer), revocation (firstWatch, and rearm's check of the
 // data), suspensions (rideOutStep, armOwn's interruption), the own-node
 // watch (armOwn, awaitOwn) and what a deletion means (deletionCause).
 func (h *Hold) monitor(ownW <-chan zk.Event) {
@@ -66,10 +40,6 @@ func (h *Hold) monitor(ownW <-chan zk.Event) {
 	deadline, stop := h.maxHoldTimer()
 	defer stop()
 	m := &watchState{ownW: h.firstWatch(ownW), deadline: deadline, begun: h.nextSuspension()}
-	if m.ownW == nil && !h.awaitWatchWanted(m.begun) {
-		h.loseIfEpochEnded()
-		return
-	}
 	for {
 		over, loss := h.monitorOnce(m)
 		switch {

@@ -123,9 +123,29 @@ func TestHoldOwnWatch(t *testing.T) {
 		}
 		awaitCount(t, f, "getW", 1)
 	})
-	t.Run("armed after the lazy delay", func(t *testing.T) {
-		f, _ := fakeHold(t, LockSpec{}, nil)
+	t.Run("not armed until asked", func(t *testing.T) {
+		f, h := fakeHold(t, LockSpec{}, nil)
+		time.Sleep(200 * time.Millisecond) // formerly the watch's lazy delay
+		if n := f.count("getW"); n != 0 {
+			t.Fatalf("%d reads of the node before anyone asked, want 0", n)
+		}
+		h.mu.Lock()
+		mon := h.mon
+		h.mu.Unlock()
+		if mon != monitorIdle {
+			t.Fatalf("monitor state %d before anyone asked, want idle", mon)
+		}
+		h.Done()
 		awaitCount(t, f, "getW", 1)
+	})
+	t.Run("session expired, nobody asking", func(t *testing.T) {
+		// No monitor runs: the epoch's end is recorded all the same.
+		f, h := fakeHold(t, LockSpec{}, nil)
+		f.expire()
+		awaitLoss(t, h, ErrSessionExpired)
+		if n := f.count("getW"); n != 0 {
+			t.Fatalf("%d reads of the node, want 0", n)
+		}
 	})
 	t.Run("node deleted by another client", func(t *testing.T) {
 		f, h := fakeHold(t, LockSpec{}, nil)

@@ -205,6 +205,7 @@ func (c *Client) createThenRead(ctx context.Context, req createRequest) (createR
 	select {
 	case <-cr.done:
 	case <-ctx.Done():
+		cr.abandoned.Store(true)
 		return createResult{inflight: cr.done}, ctx.Err()
 	}
 	if cr.err != nil {
@@ -259,28 +260,9 @@ func (c *Client) callTracked(ctx context.Context, op func() error) (<-chan struc
 	case <-r.done:
 		return nil, c.mapClosed(r.err)
 	case <-ctx.Done():
+		r.abandoned.Store(true)
 		return r.done, ctx.Err()
 	}
-}
-
-// running is a go-zookeeper call running on a goroutine of the client's,
-// so that a context can end the wait for it.
-type running struct {
-	done chan struct{}
-	err  error // op's result, once done is closed
-}
-
-// start runs op on a goroutine of the client's.
-func (c *Client) start(op func() error) *running {
-	r := &running{done: make(chan struct{})}
-	if !c.goroutine(func() {
-		r.err = op()
-		close(r.done)
-	}) {
-		r.err = ErrClosed
-		close(r.done)
-	}
-	return r
 }
 
 // ensureDir creates dir and any missing parents as CONTAINER nodes, which the

@@ -69,11 +69,14 @@ func (b *firstAtOnceBackOff) Reset() {
 // noteRetry counts and logs the retries of operation what. Recipes make
 // theirs once, not per call.
 func (c *Client) noteRetry(what string) func(err error, wait time.Duration) {
-	return func(err error, wait time.Duration) {
-		c.stats.retries.Add(1)
-		if c.debugging() {
-			c.log.Debug("retrying after connection loss", "op", what, "err", err, "wait", wait)
-		}
+	return func(err error, wait time.Duration) { c.retried(what, err, wait) }
+}
+
+// retried counts, and logs, a retry of the operation what.
+func (c *Client) retried(what string, err error, wait time.Duration) {
+	c.stats.retries.Add(1)
+	if c.debugging() {
+		c.log.Debug("retrying after connection loss", "op", what, "err", err, "wait", wait)
 	}
 }
 

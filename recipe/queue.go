@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -145,7 +146,7 @@ func (a *attempt) accept(ep *epoch, names []string, dirData []byte) error {
 		return fmt.Errorf("%w: %w: %s carries %q, this client expects %q", ErrMismatch, a.l.spec.DirMismatch, a.l.dir, dataAttr(dirData), a.l.spec.DirData)
 	}
 	a.ep = ep
-	a.watches = make(map[string]<-chan zk.Event)
+	a.watches = a.watches[:0]
 	return a.setQueue(names)
 }
 
@@ -171,8 +172,7 @@ func (a *attempt) setQueue(names []string) error {
 	if err := a.checkKinds(names); err != nil {
 		return err
 	}
-	names = a.dropDuplicates(names)
-	a.queue = driver.Sort(driver.Filter(names, a.l.queue...), a.l.queue...)
+	a.queue = driver.Sort(a.contenders(names), a.l.queue...)
 	a.stale, a.trimmed = false, false
 	return nil
 }
@@ -240,16 +240,43 @@ func (a *attempt) trim(dec driver.Decision) {
 	if first == 0 {
 		return
 	}
-	a.queue = append([]string(nil), a.queue[first:dec.Position+1]...)
+	// The window's names are copied: each name of a listing is an
+	// allocation of its own among the listing's others, and one kept would
+	// keep the heap's span of them all in use long after the rest is
+	// garbage.
+	window := make([]string, dec.Position+1-first)
+	for i, n := range a.queue[first:dec.Position] {
+		window[i] = strings.Clone(n)
+	}
+	window[len(window)-1] = a.node
+	a.queue = window
 	a.trimmed = true
 }
 
-// dropDuplicates removes from names, and deletes in the background, any
-// other node carrying this attempt's UUID: the late effect of a create whose
-// reply was lost. It would otherwise sit in the queue until the session ends.
-func (a *attempt) dropDuplicates(names []string) []string {
+// named returns, for each of names, the equal name of the known queue, so
+// that what the attempt keeps shares the queue's copies (see trim).
+func (a *attempt) named(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n
+		if j := slices.Index(a.queue, n); j >= 0 {
+			out[i] = a.queue[j]
+		}
+	}
+	return out
+}
+
+// contenders keeps, of a fresh listing, the nodes of our queue (as
+// driver.Filter does, but in place: the listing is ours). It removes, and
+// deletes in the background, any other node carrying this attempt's UUID:
+// the late effect of a create whose reply was lost. It would otherwise sit
+// in the queue until the session ends.
+func (a *attempt) contenders(names []string) []string {
 	out := names[:0]
 	for _, n := range names {
+		if !slices.ContainsFunc(a.l.queue, func(ln string) bool { return ln != "" && strings.Contains(n, ln) }) {
+			continue
+		}
 		if n != a.node && strings.HasPrefix(n, a.prefix) {
 			a.l.c.log.Warn("deleting duplicate node of a lost create", "path", a.l.dir, "node", n)
 			a.l.c.cleanup(cleanupJob{dir: a.l.dir, path: join(a.l.dir, n)})

@@ -176,3 +176,39 @@ func errorType(err error) string {
 	}
 	return t.PkgPath() + "." + t.Name()
 }
+
+var outcomes = []string{"acquired", "timeout", "cancelled", "held_elsewhere", "error"}
+
+// recipeTel is what every Lock of one recipe names its spans and labels its
+// measurements with. It depends on the recipe's name alone, so all the
+// Locks of a recipe share one (recipeTels): a handle made per request or
+// per waiter costs no attribute sets of its own.
+type recipeTel struct {
+	spanName     string
+	releaseSpan  string
+	attrs        metric.MeasurementOption            // recipe attribute
+	endAttrs     map[string]metric.MeasurementOption // recipe + hold.end
+	outcomeAttrs map[string]metric.MeasurementOption // recipe + outcome
+}
+
+var recipeTels sync.Map // recipe name -> *recipeTel
+
+// telemetryOf returns the shared recipeTel of the recipe named recipe.
+func telemetryOf(recipe string) *recipeTel {
+	if t, ok := recipeTels.Load(recipe); ok {
+		return t.(*recipeTel)
+	}
+	t := &recipeTel{spanName: recipe + ".acquire", releaseSpan: recipe + ".release", attrs: recipeAttrs(recipe),
+		endAttrs:     make(map[string]metric.MeasurementOption, 3),
+		outcomeAttrs: make(map[string]metric.MeasurementOption, len(outcomes))}
+	for _, e := range []string{"released", "lost", "max_hold"} {
+		t.endAttrs[e] = metric.WithAttributeSet(attribute.NewSet(
+			telemetry.AttrRecipe.String(recipe), telemetry.AttrHoldEnd.String(e)))
+	}
+	for _, o := range outcomes {
+		t.outcomeAttrs[o] = metric.WithAttributeSet(attribute.NewSet(
+			telemetry.AttrRecipe.String(recipe), telemetry.AttrOutcome.String(o)))
+	}
+	got, _ := recipeTels.LoadOrStore(recipe, t)
+	return got.(*recipeTel)
+}

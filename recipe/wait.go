@@ -57,7 +57,7 @@ func (a *attempt) unwatched() []string {
 		todo = append(todo, a.node)
 	}
 	for _, n := range a.watch {
-		if _, ok := a.watches[n]; !ok {
+		if a.watches.get(n) == nil {
 			todo = append(todo, n)
 		}
 	}
@@ -70,7 +70,7 @@ func (a *attempt) watching(n string, data []byte, ch <-chan zk.Event) {
 		a.ownW = ch
 		return
 	}
-	a.watches[n] = ch
+	a.watches.set(n, ch)
 	if n == a.watch[0] && a.span.IsRecording() {
 		// Who we wait on: the read that set the watch brought the
 		// node's data, its holder's identity.
@@ -145,7 +145,7 @@ func (a *attempt) awaitOne(ctx context.Context) ([]watchEvent, phase, error) {
 		return nil, verifying, nil
 	case ev := <-a.ownW:
 		return nil, a.ownEventWaiting(ev), nil
-	case ev := <-a.watches[n]:
+	case ev := <-a.watches.get(n):
 		return []watchEvent{{n, ev}}, waiting, nil
 	}
 }
@@ -160,7 +160,7 @@ func (a *attempt) awaitMany(ctx context.Context) (woken []watchEvent, next phase
 	quit := make(chan struct{})
 	var forwarders sync.WaitGroup
 	for _, n := range a.watch {
-		ch := a.watches[n]
+		ch := a.watches.get(n)
 		forwarders.Go(func() {
 			select {
 			case ev := <-ch:
@@ -198,7 +198,7 @@ func (a *attempt) ownEventWaiting(ev zk.Event) phase {
 // watchFired applies the event of a watched node to an attempt that would
 // otherwise go on to next, and returns the phase that follows.
 func (a *attempt) watchFired(w watchEvent, next phase) phase {
-	delete(a.watches, w.node)
+	a.watches.del(w.node)
 	a.l.c.stats.wakeups.Add(1)
 	if a.l.c.debugging() {
 		a.l.c.log.Debug("woken", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node,
@@ -220,4 +220,35 @@ func (a *attempt) watchFired(w watchEvent, next phase) phase {
 		return deciding
 	}
 	return next
+}
+
+// watchSet is the watches an attempt set on nodes of the queue, by node: a
+// slice, as a waiter watches one node or a few (a map would cost a waiter
+// more than the rest of its state).
+type watchSet []watchedNode
+
+type watchedNode struct {
+	node string
+	ch   <-chan zk.Event
+}
+
+// get returns the watch on node n, nil if none.
+func (w watchSet) get(n string) <-chan zk.Event {
+	for _, x := range w {
+		if x.node == n {
+			return x.ch
+		}
+	}
+	return nil
+}
+
+// set records the watch ch on node n.
+func (w *watchSet) set(n string, ch <-chan zk.Event) {
+	w.del(n)
+	*w = append(*w, watchedNode{n, ch})
+}
+
+// del forgets the watch on node n.
+func (w *watchSet) del(n string) {
+	*w = slices.DeleteFunc(*w, func(x watchedNode) bool { return x.node == n })
 }

@@ -19,7 +19,7 @@ import (
 type Handle struct {
 	View // of the current hold
 	lk   *recipe.Lock
-	spec recipe.LockSpec // lk's, for its sentinels and name
+	spec sentinels       // lk's, for its errors
 	turn Turn            // serialises Take and Release
 
 	mu    sync.Mutex
@@ -27,9 +27,18 @@ type Handle struct {
 	count int
 }
 
+// sentinels is what a handle keeps of its lock's LockSpec: the name and
+// errors its own errors carry.
+type sentinels struct {
+	Recipe                           string
+	NotAcquired, WouldBlock, NotHeld error
+}
+
 // New returns a handle on lk that holds nothing.
 func New(lk *recipe.Lock) *Handle {
-	h := &Handle{lk: lk, spec: lk.Spec()}
+	spec := lk.Spec()
+	h := &Handle{lk: lk, spec: sentinels{Recipe: spec.Recipe, NotAcquired: spec.NotAcquired,
+		WouldBlock: spec.WouldBlock, NotHeld: spec.NotHeld}}
 	h.View = NewView(h.current, h.spec.NotHeld, h.spec.Recipe+" "+lk.Path())
 	return h
 }
