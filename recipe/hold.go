@@ -33,8 +33,8 @@ type Hold struct {
 	cancel   context.CancelFunc
 	start    time.Time     // when the hold began
 	stopLazy func() bool   // ends the wait for the epoch's end of a hold with no monitor
-	revoked   chan struct{} // closed when a holder of a revocable lock is asked to let go
-	revOnce   sync.Once
+	revoked  chan struct{} // closed when a holder of a revocable lock is asked to let go
+	revOnce  sync.Once
 
 	mu       sync.Mutex
 	done     chan struct{}
@@ -55,18 +55,18 @@ type Hold struct {
 // on it, if any.
 func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, ownW <-chan zk.Event) *Hold {
 	h := &Hold{
-		l:        l,
-		node:     node,
-		path:     join(l.dir, node),
-		token:    token,
-		session:  ep.session,
-		prefix:   prefix,
-		sweep:    sweep,
-		ep:       ep,
-		done:     make(chan struct{}),
-		start:    time.Now(),
-		revoked:  make(chan struct{}),
-		ownW:     ownW,
+		l:       l,
+		node:    node,
+		path:    join(l.dir, node),
+		token:   token,
+		session: ep.session,
+		prefix:  prefix,
+		sweep:   sweep,
+		ep:      ep,
+		done:    make(chan struct{}),
+		start:   time.Now(),
+		revoked: make(chan struct{}),
+		ownW:    ownW,
 
 		suspended: make(chan struct{}),
 		resumed:   closedChan,

@@ -19,8 +19,8 @@ import (
 type Handle struct {
 	View // of the current hold
 	lk   *recipe.Lock
-	spec sentinels       // lk's, for its errors
-	turn Turn            // serialises Take and Release
+	spec sentinels // lk's, for its errors
+	turn Turn      // serialises Take and Release
 
 	mu    sync.Mutex
 	hold  *recipe.Hold
