@@ -27,8 +27,8 @@ import (
 // go-zookeeper fails once the connection is closed.
 const (
 	maxWorkers     = 64
-	maxIdleWorkers = 16
-	workerIdleTime = 10 * time.Second
+	maxIdleWorkers = 4
+	workerIdleTime = 5 * time.Second
 )
 
 // running is a go-zookeeper call handed to a worker.

@@ -23,8 +23,8 @@ import (
 // blocked in its Lock call: the goroutine is the caller's, so one per
 // waiter is the floor, and the engine must add none while waiting.
 const (
-	maxGoroutinesPerWaiter = 2.0
-	maxHeapPerWaiter       = 8 << 10
+	maxGoroutinesPerWaiter = 1.5
+	maxHeapPerWaiter       = 4 << 10
 )
 
 // memSnapshot is the heap in use after a full collection, and the
@@ -261,9 +261,25 @@ func TestScaleManyLocks(t *testing.T) {
 	}
 	took := each("Lock", func(m *mutex.Mutex) error { return m.Lock(ctx) })
 	held := snapshot()
-	t.Logf("%d locks held by one session after %v: heap %.0f B/lock, %.2f goroutines/lock",
+	t.Logf("%d locks held by one session after %v, nobody asking for their loss signal: heap %.0f B/lock, %.2f goroutines/lock",
 		locks, took.Round(time.Millisecond), perUnit(held.heap, before.heap, locks),
 		float64(held.goroutines-before.goroutines)/locks)
+	// An idle hold nobody asks about has no goroutine of its own (the
+	// client's workers aside, at most maxIdleWorkers of them).
+	if g := float64(held.goroutines-before.goroutines) / locks; g > 0.01 {
+		t.Errorf("%.2f goroutines per idle hold, want none", g)
+	}
+	stats := c.Stats()
+	for _, m := range handles {
+		m.Done() // asked: each hold watches its node
+	}
+	locktest.Eventually(t, time.Minute, "every hold watching its node", func() bool {
+		return c.Stats().Sub(stats).Reads >= locks
+	})
+	watched := snapshot()
+	t.Logf("the same, each asked for its loss signal (Done): heap %.0f B/lock, %.2f goroutines/lock, %d reads",
+		perUnit(watched.heap, before.heap, locks), float64(watched.goroutines-before.goroutines)/locks,
+		c.Stats().Sub(stats).Reads)
 	took = each("Unlock", func(m *mutex.Mutex) error { return m.Unlock(ctx) })
 	t.Logf("released in %v", took.Round(time.Millisecond))
 	handles = nil
