@@ -255,6 +255,14 @@ func (c *Client) callTracked(ctx context.Context, op func() error) (<-chan struc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if ctx.Done() == nil {
+		// Nothing can end the wait (context.Background, say): the caller
+		// waits for the reply itself, with no worker in between.
+		if c.isClosed() {
+			return nil, ErrClosed
+		}
+		return nil, c.mapClosed(op())
+	}
 	r := c.start(op)
 	select {
 	case <-r.done:

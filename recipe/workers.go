@@ -10,7 +10,8 @@ import (
 // go-zookeeper's requests block until their reply and take no context. So
 // that a caller can stop waiting when its context ends, every request runs
 // on one of the client's workers while the caller waits for it or for its
-// context.
+// context. (A caller whose context can never end, such as
+// context.Background(), makes the call itself: see callTracked.)
 //
 // Workers are kept for reuse: a request hands itself to an idle worker (a
 // channel send, no goroutine started), and only when none is idle is a new
