@@ -90,9 +90,12 @@ test-procs: zk-install ## holders as OS processes, killed (SIGKILL) and paused (
 soak: zk-install ## run every recipe under random faults for DURATION (default 1m)
 	$(GO) run ./internal/soak -duration $(DURATION)
 
-bench: zk-install ## run the go test benchmarks and the side-by-side runner against real ZooKeeper
+bench: zk-install ## run the go test benchmarks, the side-by-side runner, then its scale suite (installs Curator and kazoo if missing; charts into docs/img) against real ZooKeeper
 	$(GO) test -run='^$$' -bench=. -benchtime=1s ./mutex/
 	$(GO) run ./internal/bench $(BENCHFLAGS)
+	$(ZK) install --curator --kazoo
+	mkdir -p docs/img
+	$(GO) run ./internal/bench -suite scale -charts docs/img $(BENCHFLAGS)
 
 bench-peers: ## install Curator and kazoo if missing, then run the runner's peers suite (docs/performance.md)
 	$(ZK) install --curator --kazoo

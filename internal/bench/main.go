@@ -45,6 +45,21 @@
 // errors, overlapping holds and orphaned nodes. A run in which nothing
 // completes for -stall is reported as deadlock/timeout, not waited for.
 //
+// With -suite scale (what make bench runs after the default suite) it
+// measures how the locks scale. Per-entity locks: one session and -goroutines
+// goroutines (1, 16, 128, 512), each cycling Lock+Unlock on a lock of its
+// own, for the floor, zk.Lock, the mutex and Curator's InterProcessMutex
+// (one CuratorFramework, a thread per lock); throughput, cycle latency,
+// requests per cycle, and the ratios against the floor and zk.Lock. Queue
+// drain, in a phase of its own after those: -waiters waiters (10, 100,
+// 1000) queued on one lock over 4 sessions behind a holder, for the mutex,
+// zk.Lock, Curator and kazoo; once all are queued, the heap per waiter (Go:
+// HeapInuse, HeapAlloc and StackInuse after two GCs; Curator: the JVM's
+// used heap), then the holder unlocks and the queue drains: hand-offs per
+// second, and the latency of a hand-off from one holder's Unlock returning
+// to the next one's Lock returning. -charts DIR writes SVG line charts of
+// them.
+//
 // By default it starts its own ZooKeeper (Debian's, through scripts/zk.sh)
 // on a free loopback port with forceSync on, and stops it at the end:
 //
@@ -52,6 +67,8 @@
 //	go run ./internal/bench -duration 5s -rounds 5 -json
 //	go run ./internal/bench -zk 127.0.0.1:2181
 //	go run ./internal/bench -suite peers -only mutex,curator-mutex,kazoo-mutex
+//	go run ./internal/bench -suite scale -charts docs/img
+//	go run ./internal/bench -suite scale -goroutines 1,64 -waiters 100 -only entity-mutex,drain-mutex
 package main
 
 import (
@@ -92,6 +109,11 @@ type config struct {
 	lostEvery      int           // the lost-reply run loses the reply to every lostEvery-th create
 	lostTimeout    time.Duration // time limit of one lost-reply run
 	stall          time.Duration // no cycle completing for this long ends a run as stalled
+	goroutines     []int         // scale suite: goroutines of the per-entity locks
+	waiters        []int         // scale suite: waiters of the queue drains
+	drainTimeout   time.Duration // scale suite: time limit of a drain's queuing, and of the drain
+	peerWarmup     time.Duration // scale suite: unmeasured work of a peer's run before it measures
+	charts         string        // scale suite: directory to write SVG charts into; "" writes none
 	json           bool          // machine-readable output
 	verbose        bool          // progress on stderr
 }
@@ -108,7 +130,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds; every round runs every scenario once and medians are reported")
 	fs.IntVar(&cfg.sessions, "sessions", 8, "sessions of the contended scenarios")
 	fs.DurationVar(&cfg.sessionTimeout, "session-timeout", 10*time.Second, "session timeout of every session")
-	fs.StringVar(&cfg.suite, "suite", "default", "set of scenarios: default, or peers (Curator and kazoo next to ours; see docs/performance.md)")
+	fs.StringVar(&cfg.suite, "suite", "default", "set of scenarios: default, peers (Curator and kazoo next to ours) or scale (per-entity locks and queue drains; see docs/performance.md)")
 	fs.StringVar(&cfg.only, "only", "", "comma-separated scenario ids of the suite to run ("+scenarioIDs()+"); default all")
 	fs.StringVar(&cfg.peersDir, "peers-dir", defaultPeersDir(), "`directory` of the peers' benchmark programs (CuratorPeer.java, kazoo_peer.py)")
 	fs.StringVar(&cfg.python, "python", defaultPython(), "Python 3 `interpreter` that can import kazoo")
@@ -118,6 +140,12 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.lostEvery, "lost-every", 7, "the lost-reply run loses the reply to every `n`-th create")
 	fs.DurationVar(&cfg.lostTimeout, "lost-timeout", 35*time.Second, "time limit of one lost-reply run; the cycles completed by then are reported")
 	fs.DurationVar(&cfg.stall, "stall", 5*time.Second, "a run in which no cycle completes for this long ends as deadlock/timeout")
+	cfg.goroutines, cfg.waiters = slices.Clone(defaultGoroutines), slices.Clone(defaultWaiters)
+	fs.Var(sizesFlag{&cfg.goroutines}, "goroutines", "scale suite: comma-separated `numbers` of goroutines of the per-entity locks")
+	fs.Var(sizesFlag{&cfg.waiters}, "waiters", "scale suite: comma-separated `numbers` of waiters of the queue drains")
+	fs.DurationVar(&cfg.drainTimeout, "drain-timeout", 60*time.Second, "scale suite: time limit of a queue drain's queuing, and of its drain")
+	fs.DurationVar(&cfg.peerWarmup, "peer-warmup", 2*time.Second, "scale suite: unmeasured work of a peer's run before it measures (cycling; drains of 10 waiters), each run a new JVM that compiles Curator's code meanwhile")
+	fs.StringVar(&cfg.charts, "charts", "", "scale suite: write SVG charts of the results into `dir`")
 	fs.BoolVar(&cfg.json, "json", false, "print the results as JSON instead of tables")
 	fs.BoolVar(&cfg.verbose, "v", true, "print progress to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -132,6 +160,21 @@ func parseFlags(args []string) (config, error) {
 		// Peers start processes and the lost-reply runs take seconds:
 		// fewer rounds keep a full run under ten minutes.
 		cfg.rounds = 3
+	}
+	if cfg.suite == "scale" {
+		// Sixteen per-entity runs and twelve drains a round: these keep
+		// the suite to about five minutes.
+		if !set["rounds"] {
+			cfg.rounds = 3
+		}
+		if !set["duration"] {
+			cfg.duration = time.Second
+		}
+		if cfg.ops > 0 {
+			return cfg, errors.New("-ops: the scale suite measures for -duration")
+		}
+	} else if cfg.charts != "" {
+		return cfg, errors.New("-charts: only the scale suite draws charts")
 	}
 	switch {
 	case cfg.duration <= 0 && cfg.ops <= 0:
@@ -156,6 +199,10 @@ func parseFlags(args []string) (config, error) {
 		return cfg, errors.New("-lost-every must be at least 1")
 	case cfg.lostTimeout <= 0 || cfg.stall <= 0:
 		return cfg, errors.New("-lost-timeout and -stall must be positive")
+	case cfg.drainTimeout <= 0:
+		return cfg, errors.New("-drain-timeout must be positive")
+	case cfg.peerWarmup < 0:
+		return cfg, errors.New("-peer-warmup must not be negative")
 	}
 	return cfg, nil
 }
@@ -231,6 +278,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		return err
 	}
 	defer e.removeAll(base)
+	if cfg.suite == "scale" {
+		return runScale(ctx, e, scenarios, base, fsync, out, progress)
+	}
 
 	var unc []scenario
 	var groups [][]scenario // the others, by group, in their first scenario's order

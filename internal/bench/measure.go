@@ -270,6 +270,7 @@ const (
 	phaseWarmup int32 = iota
 	phaseMeasure
 	phaseStop
+	phasePause // the scale suite's, between the warm-up and the measurement
 )
 
 // contended opens scenario s on path and runs one goroutine per session,

@@ -164,6 +164,12 @@ type peerOutput struct {
 	Error     string     `json:"error"`
 	LatNs     []int64    `json:"lat_ns"`
 	HeldNs    [][2]int64 `json:"held_ns"`
+	// Of a queue drain (the scale suite): when the holder's release was
+	// called and returned, and the used heap before the waiters started
+	// and once they were queued (absent when the peer cannot tell).
+	ReleaseNs  [2]int64 `json:"release_ns"`
+	HeapBefore *int64   `json:"heap_before"`
+	HeapAfter  *int64   `json:"heap_after"`
 }
 
 // peerRun is one run of a peer program.
@@ -179,6 +185,12 @@ type peerRun struct {
 	// afterResult, when set, is called after the second request count,
 	// while the peer's sessions are still open.
 	afterResult func()
+	// queued, when set, makes the run start with a step of its own: the
+	// peer says "started" once its waiters are starting to queue, queued
+	// waits until they are all queued, and the runner says "measure"; the
+	// peer then says "ready" as usual. An error wrapping errNotQueued
+	// ends the run as stalled.
+	queued func() error
 }
 
 // runPeer runs r and returns the peer's output and the number of request
@@ -263,6 +275,20 @@ func (e *env) runPeer(ctx context.Context, r peerRun) (peerOutput, int64, error)
 	line, err := next()
 	if err != nil || line == "" {
 		return peerOutput{Status: statusStalled}, -1, err
+	}
+	if r.queued != nil && line == "started" {
+		if err := r.queued(); err != nil {
+			if errors.Is(err, errNotQueued) {
+				return peerOutput{Status: statusStalled, Error: err.Error()}, -1, nil
+			}
+			return peerOutput{}, 0, err
+		}
+		if _, err := io.WriteString(stdin, "measure\n"); err != nil {
+			return peerOutput{}, 0, fmt.Errorf("%s: %w; stderr: %s", r.peer, err, stderr.String())
+		}
+		if line, err = next(); err != nil || line == "" {
+			return peerOutput{Status: statusStalled}, -1, err
+		}
 	}
 	var p0 int64
 	p0ok := false

@@ -182,7 +182,12 @@ func newReport(cfg config, addr, fsync, version string, scenarios []scenario) *r
 // add records one round's result of scenario id.
 func (r *report) add(id string, res result) {
 	st := r.byID[id]
-	st.Rounds = append(st.Rounds, roundStats{
+	st.Rounds = append(st.Rounds, roundOf(res))
+}
+
+// roundOf returns the figures of one round's result.
+func roundOf(res result) roundStats {
+	return roundStats{
 		Cycles:         res.Cycles,
 		Seconds:        res.Elapsed.Seconds(),
 		OpsPerSec:      res.opsPerSec(),
@@ -196,7 +201,7 @@ func (r *report) add(id string, res result) {
 		Errors:         res.Errors,
 		Overlaps:       res.Overlaps,
 		Orphans:        knownInt(res.Orphans),
-	})
+	}
 }
 
 // knownInt returns &v, or nil when v is negative (unknown).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -35,9 +36,11 @@ type scenario struct {
 	group string
 	// sessions overrides the number of sessions shown in the report.
 	sessions int
-	// kind says how to read the result: "" for lock cycles, kindHandoff
-	// or kindLostReply.
+	// kind says how to read the result: "" for lock cycles, kindHandoff,
+	// kindLostReply, or the scale suite's kindEntity and kindDrain.
 	kind string
+	// scale measures a scenario of the scale suite, size by size.
+	scale *scaleRun
 }
 
 // bench is an opened scenario, ready to be measured.
@@ -87,13 +90,14 @@ const rwReadShare = 0.9
 var suites = map[string]func() []scenario{
 	"default": defaultScenarios,
 	"peers":   peerSuite,
+	"scale":   scaleSuite,
 }
 
 // allScenarios returns every scenario of every suite.
 func allScenarios() []scenario {
 	seen := map[string]bool{}
 	var out []scenario
-	for _, s := range append(defaultScenarios(), peerSuite()...) {
+	for _, s := range slices.Concat(defaultScenarios(), peerSuite(), scaleSuite()) {
 		if !seen[s.id] {
 			seen[s.id] = true
 			out = append(out, s)
@@ -133,7 +137,7 @@ func scenarioIDs() string {
 func selectScenarios(suite, only string) ([]scenario, error) {
 	mk, ok := suites[suite]
 	if !ok {
-		return nil, fmt.Errorf("-suite: unknown suite %q (default, peers)", suite)
+		return nil, fmt.Errorf("-suite: unknown suite %q (default, peers, scale)", suite)
 	}
 	all := mk()
 	if only == "" {

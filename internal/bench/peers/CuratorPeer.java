@@ -106,6 +106,16 @@ public final class CuratorPeer {
                 cycling(sessions, i -> rwlock(connect(), reads, i));
                 break;
             }
+            case "entity": {
+                // One session, a thread per lock, each lock at a path of its own.
+                int threads = num("threads", 1);
+                CuratorFramework c = connect();
+                cycling(threads, i -> mutex(c, path + "/e" + i), true, true);
+                break;
+            }
+            case "queue":
+                queue(sessions, num("waiters", 10));
+                break;
             case "lost-reply":
                 lostReply(sessions, num("cycles", 50));
                 break;
@@ -144,7 +154,11 @@ public final class CuratorPeer {
     }
 
     private Locker mutex(CuratorFramework c) {
-        InterProcessMutex m = new InterProcessMutex(c, path);
+        return mutex(c, path);
+    }
+
+    private Locker mutex(CuratorFramework c, String lockPath) {
+        InterProcessMutex m = new InterProcessMutex(c, lockPath);
         return new Locker() {
             public void lock() throws Exception {
                 m.acquire();
@@ -193,14 +207,26 @@ public final class CuratorPeer {
     }
 
     /** Phases of a cycling measurement. */
-    private volatile int phase; // 0 warm-up, 1 measure, 2 stop
+    private volatile int phase; // 0 warm-up, 1 measure, 2 stop, 3 pause (guarded by pause)
+
+    /** pause guards paused, the number of threads paused, and phase 3's end. */
+    private final Object pause = new Object();
+    private int paused;
+
+    private void cycling(int sessions, Opener opener) throws Exception {
+        cycling(sessions, opener, sessions == 1, false);
+    }
 
     /**
-     * cycling runs one thread per session, each cycling lock+unlock: warm-up,
-     * "ready", then measured from "go" for -duration-ms. Latency is of the
-     * whole cycle with one session, of the lock call with more.
+     * cycling runs one thread per handle (per session, but for "entity"),
+     * each cycling lock+unlock: warm-up, "ready", then measured from "go"
+     * for -duration-ms. Latency is of the whole cycle when wholeCycle (one
+     * session, or locks of their own), else of the lock call. With
+     * quiesce, every thread pauses once its warm-up cycle is done before
+     * "ready", so that the runner reads the request count while nothing is
+     * in flight, and the measured cycles' requests are all it counts.
      */
-    private void cycling(int sessions, Opener opener) throws Exception {
+    private void cycling(int sessions, Opener opener, boolean wholeCycle, boolean quiesce) throws Exception {
         List<Locker> lockers = new ArrayList<>();
         for (int i = 0; i < sessions; i++) {
             lockers.add(opener.open(i));
@@ -219,11 +245,21 @@ public final class CuratorPeer {
                         if (p == 2) {
                             return;
                         }
+                        if (p == 3) {
+                            synchronized (pause) {
+                                paused++;
+                                pause.notifyAll();
+                                while (phase == 3) {
+                                    pause.wait();
+                                }
+                            }
+                            continue;
+                        }
                         long t0 = System.nanoTime();
                         l.lock();
                         long d = System.nanoTime() - t0;
                         l.unlock();
-                        if (sessions == 1) {
+                        if (wholeCycle) {
                             d = System.nanoTime() - t0;
                         }
                         progress.incrementAndGet();
@@ -242,11 +278,27 @@ public final class CuratorPeer {
             t.start();
         }
         waitMillis(num("warmup-ms", 500), failure);
+        if (quiesce) {
+            long deadline = System.nanoTime() + stallNs;
+            synchronized (pause) {
+                phase = 3;
+                while (paused < sessions) {
+                    checkFailure(failure);
+                    if (System.nanoTime() > deadline) {
+                        finish(new ArrayList<>(), 0, 0, null, "stalled", "pausing", true);
+                    }
+                    pause.wait(20);
+                }
+            }
+        }
         System.out.println("ready");
         System.out.flush();
         expectGo();
         long start = System.nanoTime();
-        phase = 1;
+        synchronized (pause) {
+            phase = 1;
+            pause.notifyAll();
+        }
         waitMillis(num("duration-ms", 2000), failure);
         long elapsed = System.nanoTime() - start;
         phase = 2;
@@ -296,6 +348,147 @@ public final class CuratorPeer {
             throw new IllegalStateException("expected \"go\", got " + line);
         }
     }
+
+    /**
+     * queue measures a queue drain: waiters threads, each with an
+     * InterProcessMutex of its own on session i mod sessions, queue on one
+     * lock behind a holder (on the first session). The used heap is read
+     * before they start and once the runner, which watches the lock's
+     * children, says they are all queued ("started", then "measure"). On
+     * "go" the holder releases; each waiter releases as soon as it holds.
+     * The result has the times the holder's release was called and
+     * returned (release_ns) and, per waiter, the times its acquire and
+     * release returned (held_ns), all from System.nanoTime.
+     */
+    private void queue(int sessions, int waiters) throws Exception {
+        List<CuratorFramework> cs = new ArrayList<>();
+        for (int i = 0; i < sessions; i++) {
+            cs.add(connect());
+        }
+        warmDrains(cs, num("warmup-ms", 0));
+        InterProcessMutex holder = new InterProcessMutex(cs.get(0), path);
+        holder.acquire();
+        long[][] held = new long[waiters][];
+        long before = usedHeap();
+        AtomicLong errors = new AtomicLong();
+        String[] failure = new String[1];
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < waiters; i++) {
+            int n = i;
+            Thread t = new Thread(() -> {
+                try {
+                    InterProcessMutex m = new InterProcessMutex(cs.get(n % sessions), path);
+                    m.acquire();
+                    long locked = System.nanoTime();
+                    m.release();
+                    held[n] = new long[] {locked, System.nanoTime()};
+                } catch (Exception e) {
+                    errors.incrementAndGet();
+                    synchronized (failure) {
+                        if (failure[0] == null) {
+                            failure[0] = String.valueOf(e);
+                        }
+                    }
+                }
+                progress.incrementAndGet();
+            });
+            t.setDaemon(true);
+            threads.add(t);
+            t.start();
+        }
+        System.out.println("started");
+        System.out.flush();
+        String line = in.readLine();
+        if (!"measure".equals(line)) {
+            throw new IllegalStateException("expected \"measure\", got " + line);
+        }
+        long after = usedHeap();
+        System.out.println("ready");
+        System.out.flush();
+        expectGo();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(num("deadline-ms", 60000));
+        long r0 = System.nanoTime();
+        holder.release();
+        long r1 = System.nanoTime();
+        String extra = ",\"release_ns\":[" + r0 + "," + r1 + "],\"heap_before\":" + before + ",\"heap_after\":" + after;
+        long last = progress.get(), since = System.nanoTime();
+        for (Thread t : threads) {
+            while (t.isAlive()) {
+                t.join(50);
+                long now = System.nanoTime();
+                if (progress.get() != last) {
+                    last = progress.get();
+                    since = now;
+                }
+                String status = now > deadline ? "timeout" : now - since > stallNs ? "stalled" : null;
+                if (status != null) {
+                    extraJson = extra;
+                    finish(new ArrayList<>(), now - r0, errors.get(), null, status, null, true);
+                }
+            }
+        }
+        List<long[]> done = new ArrayList<>();
+        long end = r1;
+        for (long[] h : held) {
+            if (h != null) {
+                done.add(h);
+                end = Math.max(end, h[1]);
+            }
+        }
+        extraJson = extra;
+        synchronized (failure) {
+            finish(new ArrayList<>(), end - r0, errors.get(), done, "ok", failure[0], false);
+        }
+    }
+
+    /**
+     * warmDrains lets drains of 10 threads (acquire, release) run on the
+     * lock for ms, unmeasured, so that the JVM has loaded and compiled the
+     * code of waiting and waking before the measured drain.
+     */
+    private void warmDrains(List<CuratorFramework> cs, long ms) throws Exception {
+        String[] failure = new String[1];
+        long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ms);
+        while (System.nanoTime() < end) {
+            List<Thread> ws = new ArrayList<>();
+            for (int i = 0; i < 10; i++) {
+                CuratorFramework c = cs.get(i % cs.size());
+                Thread t = new Thread(() -> {
+                    try {
+                        InterProcessMutex m = new InterProcessMutex(c, path);
+                        m.acquire();
+                        m.release();
+                    } catch (Exception e) {
+                        synchronized (failure) {
+                            failure[0] = String.valueOf(e);
+                        }
+                    }
+                });
+                t.setDaemon(true);
+                ws.add(t);
+                t.start();
+            }
+            for (Thread t : ws) {
+                t.join(TimeUnit.NANOSECONDS.toMillis(stallNs));
+                if (t.isAlive()) {
+                    finish(new ArrayList<>(), 0, 0, null, "stalled", "warm-up drain", true);
+                }
+            }
+            checkFailure(failure);
+        }
+    }
+
+    /** usedHeap returns the JVM's used heap after two full collections. */
+    private static long usedHeap() throws InterruptedException {
+        Runtime rt = Runtime.getRuntime();
+        System.gc();
+        System.gc();
+        Thread.sleep(100);
+        return rt.totalMemory() - rt.freeMemory();
+    }
+
+    /** extraJson is appended to the result line's fields. */
+    private String extraJson = "";
 
     /**
      * lostReply runs -cycles cycles of InterProcessMutex on each of sessions
@@ -468,6 +661,7 @@ public final class CuratorPeer {
             }
             b.append(']');
         }
+        b.append(extraJson);
         b.append('}');
         System.out.println(b);
         System.out.flush();

@@ -52,6 +52,7 @@ class Peer:
         self.failure = None
         self.clients = []
         self.phase = 0  # 0 warm-up, 1 measure, 2 stop
+        self.extra = {}  # more fields of the result line
 
     def num(self, name, default):
         return int(self.flags.get(name, str(default)))
@@ -67,6 +68,8 @@ class Peer:
         elif scenario == "rwlock":
             reads = float(self.flags.get("reads", "0.9"))
             self.cycling(sessions, lambda i: self.rwlock(self.connect(), reads, i))
+        elif scenario == "queue":
+            self.queue(sessions, self.num("waiters", 10))
         elif scenario == "lost-reply":
             self.lost_reply(sessions, self.num("cycles", 50))
         elif scenario in ("leader-resign", "leader-close"):
@@ -225,6 +228,79 @@ class Peer:
         self.join(threads, give_up, deadline)
         self.finish(lat, time.monotonic_ns() - start, errors[0], held)
 
+    def queue(self, sessions, waiters):
+        """A queue drain: waiters threads, each with a Lock of its own on
+        session i mod sessions, queue on one lock behind a holder (on the
+        first session). The runner watches the lock's children and says
+        "measure" once all are queued ("started" first); Python's heap is
+        not measured. On "go" the holder releases; each waiter releases as
+        soon as it holds. The result has the times the holder's release was
+        called and returned (release_ns) and, per waiter, the times its
+        acquire and release returned (held_ns)."""
+        clients = [self.connect() for _ in range(sessions)]
+        self.warm_drains(clients, self.num("warmup-ms", 0) / 1e3)
+        holder = Lock(clients[0], self.path)
+        holder.acquire()
+        held = [None] * waiters
+        errors = [0]
+        guard = threading.Lock()
+
+        def waiter(i):
+            try:
+                lock = Lock(clients[i % sessions], self.path)
+                lock.acquire()
+                locked = time.monotonic_ns()
+                lock.release()
+                held[i] = [locked, time.monotonic_ns()]
+            except Exception as e:  # reported to the runner
+                with guard:
+                    errors[0] += 1
+                    if self.failure is None:
+                        self.failure = repr(e)
+            self.tick()
+
+        threads = [threading.Thread(target=waiter, args=(i,), daemon=True) for i in range(waiters)]
+        for t in threads:
+            t.start()
+        print("started", flush=True)
+        line = sys.stdin.readline().strip()
+        if line != "measure":
+            raise SystemExit('expected "measure", got %r' % line)
+        self.ready()
+        deadline = time.monotonic() + self.num("deadline-ms", 60000) / 1e3
+        r0 = time.monotonic_ns()
+        holder.release()
+        r1 = time.monotonic_ns()
+        self.extra = {"release_ns": [r0, r1]}
+        self.join(threads, lambda status: self.finish([], time.monotonic_ns() - r0, errors[0], status=status, halt=True), deadline)
+        done = [h for h in held if h is not None]
+        end = max([r1] + [h[1] for h in done])
+        self.finish([], end - r0, errors[0], done, error=self.failure)
+
+    def warm_drains(self, clients, seconds):
+        """Drains of 10 threads (acquire, release) on the lock for seconds,
+        unmeasured, as the Curator peer does before its measured drain."""
+
+        def waiter(client):
+            try:
+                lock = Lock(client, self.path)
+                lock.acquire()
+                lock.release()
+            except Exception as e:  # reported to the runner
+                self.failure = repr(e)
+
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            threads = [threading.Thread(target=waiter, args=(clients[i % len(clients)],), daemon=True)
+                       for i in range(10)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(self.stall)
+                if t.is_alive():
+                    self.finish([], 0, status="stalled", error="warm-up drain", halt=True)
+            self.check_failure()
+
     def handoff(self, sessions, handoffs, close_client):
         """Time from a leader's resign (its Election.run function returns)
         or close (KazooClient.stop) to the next leader's function being
@@ -293,6 +369,7 @@ class Peer:
             out["error"] = error
         if held is not None:
             out["held_ns"] = held
+        out.update(self.extra)
         sys.stdout.write(json.dumps(out, separators=(",", ":")) + "\n")
         sys.stdout.flush()
         if halt:
