@@ -130,7 +130,6 @@ func newClient(cfg config) *Client {
 		c.log.Warn("some metric instruments could not be created", "err", err)
 	}
 	c.lifetime, c.cancelLife = context.WithCancel(context.Background())
-	c.workers.jobs = make(chan *running)
 	c.negotiatedMs.Store(cfg.sessionTimeout.Milliseconds())
 	return c
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // go-zookeeper's requests block until their reply and take no context. So
@@ -13,23 +12,22 @@ import (
 // context. (A caller whose context can never end, such as
 // context.Background(), makes the call itself: see callTracked.)
 //
-// Workers are kept for reuse: a request hands itself to an idle worker (a
-// channel send, no goroutine started), and only when none is idle is a new
-// one started, up to maxWorkers. Beyond that, requests wait in a backlog
-// that workers take from before they go idle, so a burst of thousands of
-// acquires costs maxWorkers goroutines, not one per request in flight; a
-// request whose caller gave up while it waited there is never sent.
-// maxWorkers requests in flight on one connection keep a server busy: it
-// answers a session's requests in order, one after the other.
+// Workers are kept for reuse: a request is handed to an idle worker (a
+// send on that worker's own channel, no goroutine started), and only when
+// none is idle is a new one started, up to maxWorkers. Beyond that,
+// requests wait in a backlog that workers take from before they go idle,
+// so a burst of thousands of acquires costs maxWorkers goroutines, not one
+// per request in flight; a request whose caller gave up while it waited
+// there is never sent. maxWorkers requests in flight on one connection
+// keep a server busy: it answers a session's requests in order.
 //
-// A worker that finds maxIdleWorkers idle already, or stays idle for
-// workerIdleTime, ends: an idle client keeps no worker for long. Close
-// ends the idle ones and waits for the busy ones, whose requests
-// go-zookeeper fails once the connection is closed.
+// A worker that finds maxIdleWorkers idle already ends, so a burst leaves
+// at most maxIdleWorkers behind, parked on a channel receive each (no
+// timer). Close ends the idle ones and waits for the busy ones, whose
+// requests go-zookeeper fails once the connection is closed.
 const (
 	maxWorkers     = 64
 	maxIdleWorkers = 4
-	workerIdleTime = 5 * time.Second
 )
 
 // running is a go-zookeeper call handed to a worker.
@@ -47,10 +45,9 @@ var errAbandoned = errors.New("request abandoned before it was sent")
 
 // workers is the client's pool of workers.
 type workers struct {
-	jobs    chan *running // hands a request to an idle worker
 	mu      sync.Mutex
-	idle    int // parked workers no request has claimed
-	busy    int // workers alive
+	idle    []chan *running // parked workers, the last parked last
+	busy    int             // workers alive, idle ones included
 	backlog []*running
 	closed  bool
 }
@@ -65,10 +62,11 @@ func (c *Client) start(op func() error) *running {
 		p.mu.Unlock()
 		r.err = ErrClosed
 		close(r.done)
-	case p.idle > 0:
-		p.idle-- // claims a parked worker, which will take it
+	case len(p.idle) > 0:
+		w := p.idle[len(p.idle)-1] // the one parked last: its stack is warm
+		p.idle = p.idle[:len(p.idle)-1]
 		p.mu.Unlock()
-		p.jobs <- r
+		w <- r // buffered: never blocks
 	case p.busy < maxWorkers:
 		p.busy++
 		p.mu.Unlock()
@@ -86,47 +84,39 @@ func (c *Client) start(op func() error) *running {
 	return r
 }
 
-// closeWorkers has the pool start nothing more; the idle workers end.
+// closeWorkers has the pool start nothing more and ends the idle workers.
 func (c *Client) closeWorkers() {
 	p := &c.workers
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.closed = true
-	p.mu.Unlock()
+	for _, w := range p.idle {
+		w <- nil
+	}
+	p.busy -= len(p.idle)
+	p.idle = nil
 }
 
 // work runs r, then further requests for as long as the client needs it.
 func (c *Client) work(r *running) {
 	p := &c.workers
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		r.run()
-		var park bool
-		if r, park = p.next(); r != nil {
-			continue // from the backlog
-		}
-		if !park {
-			return
-		}
-		if timer == nil {
-			timer = time.NewTimer(workerIdleTime)
-		} else {
-			timer.Reset(workerIdleTime)
-		}
-		if r = p.park(timer.C, c.lifetime.Done()); r == nil {
-			return
+	var mine chan *running // this worker's channel, made when it first parks
+	for r != nil {
+		r.err = r.op()
+		r.op = nil
+		close(r.done)
+		r = p.next(&mine)
+		if r == nil && mine != nil {
+			r = <-mine // parked; nil: the client closed
 		}
 	}
 }
 
-// next returns a request of the backlog. When there is none, it counts
-// the worker idle and reports park, or, when the worker is not needed (as
-// many idle already, or the client closed), takes it out of the pool.
-func (p *workers) next() (r *running, park bool) {
+// next returns a request of the backlog. When there is none, it parks the
+// worker (its channel, made on first use, joins idle) and returns nil, or,
+// when the worker is not needed (as many idle already, or the client
+// closed), takes it out of the pool and sets *mine to nil.
+func (p *workers) next(mine *chan *running) *running {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(p.backlog) > 0 {
@@ -140,41 +130,16 @@ func (p *workers) next() (r *running, park bool) {
 			close(r.done)
 			continue
 		}
-		return r, false
-	}
-	if p.closed || p.idle >= maxIdleWorkers {
-		p.busy--
-		return nil, false
-	}
-	p.idle++
-	return nil, true
-}
-
-// park waits, idle, for a request. It returns nil when the worker leaves
-// the pool: it was idle for workerIdleTime, or the client closed. Workers
-// are alike: the parked ones are as many as the requests that claimed one
-// (see start) and are on their way, plus idle; so a worker may leave while
-// idle is positive, and otherwise waits for the request on its way.
-func (p *workers) park(timeout <-chan time.Time, closing <-chan struct{}) *running {
-	select {
-	case r := <-p.jobs:
 		return r
-	case <-timeout:
-	case <-closing:
 	}
-	p.mu.Lock()
-	if p.idle > 0 {
-		p.idle--
+	if p.closed || len(p.idle) >= maxIdleWorkers {
 		p.busy--
-		p.mu.Unlock()
+		*mine = nil
 		return nil
 	}
-	p.mu.Unlock()
-	return <-p.jobs
-}
-
-func (r *running) run() {
-	r.err = r.op()
-	r.op = nil
-	close(r.done)
+	if *mine == nil {
+		*mine = make(chan *running, 1)
+	}
+	p.idle = append(p.idle, *mine)
+	return nil
 }

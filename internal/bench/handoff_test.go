@@ -20,7 +20,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
-var handoff = flag.Bool("handoff", false, "run TestHandoffBreakdown (about 20 s)")
+var (
+	handoff       = flag.Bool("handoff", false, "run TestHandoffBreakdown (about 6 s per round)")
+	handoffRounds = flag.Int("handoff.rounds", 2, "rounds of TestHandoffBreakdown")
+)
 
 // wireClock sits under a client's connection and times a contended
 // cycle's hand-off on the wire: from the watch event to the listing sent,
@@ -104,7 +107,7 @@ func p50(d []time.Duration) time.Duration {
 }
 
 // TestHandoffBreakdown runs zk.Lock and the mutex contended (8 sessions,
-// 3 s each, two rounds) and prints, per cycle, the process's CPU time, the
+// 3 s each, -handoff.rounds rounds) and prints, per cycle, the process's CPU time, the
 // reads and writes of the connections, and the client's share of a
 // hand-off. Opt in with -args -handoff; the figures are in
 // docs/performance.md.
@@ -113,7 +116,7 @@ func TestHandoffBreakdown(t *testing.T) {
 		t.Skip("opt in with -args -handoff")
 	}
 	srv := zktest.Shared(t)
-	for round := range 2 {
+	for round := range *handoffRounds {
 		for _, kind := range []string{"zk.Lock", "mutex"} {
 			w := &wireClock{}
 			var ls []locker
@@ -148,7 +151,10 @@ func TestHandoffBreakdown(t *testing.T) {
 			start := time.Now()
 			for _, l := range ls {
 				wg.Go(func() {
-					ctx := context.Background()
+					// A context that can end, as callers' usually can: the
+					// mutex's requests then run on its client's workers.
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
 					for time.Since(start) < 3*time.Second {
 						if err := l.Lock(ctx); err != nil {
 							t.Error(err)
