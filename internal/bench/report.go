@@ -257,7 +257,7 @@ func (r *report) finish() {
 	}
 	for _, q := range append([]ratio{
 		{Name: "mutex / floor, uncontended", num: idMutex, den: idFloor, Target: ">= 0.90", min: 0.90},
-		{Name: "mutex / zk.Lock, uncontended", num: idMutex, den: idZkLock, Target: "~1.0 (>= 0.95)", min: 0.95},
+		{Name: "mutex / zk.Lock, uncontended", num: idMutex, den: idZkLock, Target: ">= 1.05", min: 1.05},
 		{Name: "mutex / zk.Lock, contended", num: idMutexContended, den: idZkLockContended, Target: ">= 1.0", min: 1.0},
 		{Name: "mutex traced, sampling nothing / mutex", num: idMutexNoSample, den: idMutex, Target: ">= 0.97", min: 0.97},
 		{Name: "mutex traced, sampling all / mutex", num: idMutexSampled, den: idMutex, Target: reportedOnly, min: 0},
