@@ -23,6 +23,10 @@ import (
 // blocked in its Lock call: the goroutine is the caller's, so one per
 // waiter is the floor, and the engine must add none while waiting.
 const (
+	// idleWorkers is how many of its request workers an open client keeps
+	// parked after a burst (recipe's maxIdleWorkers): they are not a leak.
+	idleWorkers = 4
+
 	maxGoroutinesPerWaiter = 1.5
 	maxHeapPerWaiter       = 4 << 10
 )
@@ -201,7 +205,7 @@ func sumStats(cs []*recipe.Client) recipe.Stats {
 
 // One session holds 10,000 distinct mutexes at once, then releases them:
 // afterwards no node is left, the goroutines are back to where they were
-// and so, after a collection, is the heap (within heapSlack: maps that
+// (but for the client's idle workers) and so, after a collection, is the heap (within heapSlack: maps that
 // grew, such as go-zookeeper's table of watches, keep their buckets).
 // Each lock is a directory of its own, created on first use and reaped by
 // the server once empty.
@@ -290,7 +294,7 @@ func TestScaleManyLocks(t *testing.T) {
 	var after memSnapshot
 	locktest.Eventually(t, 10*time.Second, "the goroutines back to the baseline", func() bool {
 		after = snapshot()
-		return after.goroutines <= before.goroutines
+		return after.goroutines <= before.goroutines+idleWorkers
 	})
 	grown := int64(after.heap) - int64(before.heap)
 	t.Logf("after release: goroutines %d (baseline %d), heap %+d B (%.1f B/lock)",
