@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -134,22 +135,14 @@ func minOr(v []float64, def float64) float64 {
 	if len(v) == 0 {
 		return def
 	}
-	m := v[0]
-	for _, x := range v {
-		m = math.Min(m, x)
-	}
-	return m
+	return slices.Min(v)
 }
 
 func maxOr(v []float64, def float64) float64 {
 	if len(v) == 0 {
 		return def
 	}
-	m := v[0]
-	for _, x := range v {
-		m = math.Max(m, x)
-	}
-	return m
+	return slices.Max(v)
 }
 
 // ticksFor returns an axis range that holds every value of v, with round
