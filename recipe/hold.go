@@ -31,10 +31,16 @@ type Hold struct {
 
 	ctx      context.Context // ends the monitor: cancelled by Release, or the epoch ends
 	cancel   context.CancelFunc
-	start    time.Time     // when the hold began
-	stopLazy func() bool   // ends the wait for the epoch's end of a hold with no monitor
-	revoked  chan struct{} // closed when a holder of a revocable lock is asked to let go
-	revOnce  sync.Once
+	start    time.Time   // when the hold began
+	stopLazy func() bool // ends the wait for the epoch's end of a hold with no monitor
+	// watchNow, for a hold monitored from the start, is closed when the
+	// own-node watch is wanted: its loss signal was asked for, or it is
+	// revocable or has a maximum hold time. Until then, or until a
+	// suspension begins, its monitor sends no read.
+	watchNow  chan struct{}
+	watchOnce sync.Once
+	revoked   chan struct{} // closed when a holder of a revocable lock is asked to let go
+	revOnce   sync.Once
 
 	mu       sync.Mutex
 	done     chan struct{}
@@ -80,8 +86,13 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 	}
 	h.ctx, h.cancel = context.WithCancel(ep.ctx)
 	if l.spec.Revocable || l.spec.MaxHold > 0 || l.c.cfg.tolerateSuspension {
-		// The watch carries revocation, the monitor keeps time and rides
-		// out suspensions: these holds are watched from the start.
+		// The monitor rides out suspensions, keeps time and carries
+		// revocation through the watch: these holds are monitored from the
+		// start, and the last two watch their node at once.
+		h.watchNow = make(chan struct{})
+		if l.spec.Revocable || l.spec.MaxHold > 0 {
+			h.wantWatch()
+		}
 		h.startMonitor()
 	} else {
 		h.stopLazy = context.AfterFunc(h.ctx, h.loseIfEpochEnded)

@@ -27,12 +27,32 @@ func (h *Hold) checkSilence() {
 	}
 }
 
-// wantWatch has the monitor watch our node now, if it does not yet.
-func (h *Hold) wantWatch() { h.startMonitor() }
+// wantWatch has the monitor watch our node now, if it does not yet: it
+// starts a hold's monitor, or tells the one monitoring it from the start.
+func (h *Hold) wantWatch() {
+	if h.watchNow != nil {
+		h.watchOnce.Do(func() { close(h.watchNow) })
+	}
+	h.startMonitor()
+}
+
+// awaitWatchWanted waits, for a hold monitored from the start, until the
+// own-node watch is wanted or a suspension begins (begun). It reports
+// false when the hold's context ended first.
+func (h *Hold) awaitWatchWanted(begun <-chan struct{}) bool {
+	select {
+	case <-h.watchNow:
+	case <-begun:
+	case <-h.ctx.Done():
+		return false
+	}
+	return true
+}
 
 // monitor watches our node and the epoch until the hold ends, and records
 // the loss if it was lost. Each concern is a piece of its own: the maximum
-// hold time (maxHoldTimer), revocation (firstWatch, and rearm's check of the
+// hold time (maxHoldTimer), the first watch on our node of a hold
+// monitored from the start (awaitWatchWanted), revocation (firstWatch, and rearm's check of the
 // data), suspensions (rideOutStep, armOwn's interruption), the own-node
 // watch (armOwn, awaitOwn) and what a deletion means (deletionCause).
 func (h *Hold) monitor(ownW <-chan zk.Event) {
@@ -40,6 +60,10 @@ func (h *Hold) monitor(ownW <-chan zk.Event) {
 	deadline, stop := h.maxHoldTimer()
 	defer stop()
 	m := &watchState{ownW: h.firstWatch(ownW), deadline: deadline, begun: h.nextSuspension()}
+	if m.ownW == nil && h.watchNow != nil && !h.awaitWatchWanted(m.begun) {
+		h.loseIfEpochEnded()
+		return
+	}
 	for {
 		over, loss := h.monitorOnce(m)
 		switch {
