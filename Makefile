@@ -15,7 +15,8 @@ TESTFLAGS ?=
 DURATION ?= 1m
 # Flags for the benchmark program (make bench BENCHFLAGS='-h').
 BENCHFLAGS ?=
-# Fuzzing time per fuzz target.
+# Fuzzing time per fuzz target: a duration, or a count of executions (Nx),
+# which Go 1.26 ends without the race of a duration's deadline (.ci/run).
 FUZZTIME ?= 10s
 # Flags for the demo (make demo DEMOFLAGS='-workers 8 -increments 10').
 DEMOFLAGS ?= -workers 4 -increments 25
