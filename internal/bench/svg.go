@@ -288,14 +288,7 @@ func (c *lineChart) writeSVG(w io.Writer) error {
 
 	// The series, and the legend.
 	for i, s := range c.Series {
-		color := s.Color
-		if color == "" {
-			color = chartPalette[i%len(chartPalette)]
-		}
-		dash := ""
-		if s.Dashed {
-			dash = ` stroke-dasharray="6 4"`
-		}
+		color, dash := seriesStyle(i, s)
 		fmt.Fprintf(bw, `<g class="series" data-name="%s">`+"\n", esc(s.Name))
 		var line []string
 		flush := func() {
@@ -323,14 +316,7 @@ func (c *lineChart) writeSVG(w io.Writer) error {
 	fmt.Fprintln(bw, `<g class="legend">`)
 	lx, ly := px1+18, py0+8
 	for i, s := range c.Series {
-		color := s.Color
-		if color == "" {
-			color = chartPalette[i%len(chartPalette)]
-		}
-		dash := ""
-		if s.Dashed {
-			dash = ` stroke-dasharray="6 4"`
-		}
+		color, dash := seriesStyle(i, s)
 		yy := ly + float64(i)*20
 		fmt.Fprintf(bw, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`+"\n", f(lx), f(yy), f(lx+28), f(yy), color, dash)
 		fmt.Fprintln(bw, marker(i, "legend-marker", lx+14, yy, color, ""))
@@ -368,4 +354,17 @@ func marker(i int, class string, cx, cy float64, color, title string) string {
 			f(cx), f(cy-r-1), f(cx+r+1), f(cy), f(cx), f(cy+r+1), f(cx-r-1), f(cy), attrs) + tip + "</polygon>"
 	}
 	return shape
+}
+
+// seriesStyle returns the stroke color of series s, the i-th of its chart
+// (its own, or the palette's), and the dash attribute of its line, if any.
+func seriesStyle(i int, s chartSeries) (color, dash string) {
+	color = s.Color
+	if color == "" {
+		color = chartPalette[i%len(chartPalette)]
+	}
+	if s.Dashed {
+		dash = ` stroke-dasharray="6 4"`
+	}
+	return color, dash
 }
