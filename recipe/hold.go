@@ -371,7 +371,7 @@ func (h *Hold) Release(ctx context.Context) error {
 		return lost
 	}
 	c := h.l.c
-	ctx, span := c.tracer.Start(ctx, h.l.releaseSpan)
+	ctx, span := h.l.startSpan(ctx, h.l.releaseSpan)
 	defer span.End()
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrPath.String(h.l.dir),
