@@ -20,6 +20,10 @@ func FuzzSequence(f *testing.F) {
 		{"_c_x-__WRIT__0000000005", "__WRIT__"},
 		{"", ""},
 		{"lock-", "lock-"},
+		{"xlock-k-0000000007", "k-"},
+		{"lock-lo-0000000007", "lo"},
+		{"ab1-0000000003", "ab1-"},
+		{"v20000000001", "v2"},
 	} {
 		f.Add(seed.name, seed.lockName)
 	}
@@ -42,6 +46,22 @@ func FuzzSequence(f *testing.F) {
 			t.Fatalf("Sequence(%q, %q, %q) = %d, %v; with one lock name %d, %v", name, lockName, lockName, seq2, ok2, seq, ok)
 		}
 		Sequence(name, lockName, "read-", "__WRIT__", "")
+		// The tail-only search agrees with the scan of the whole name, for
+		// the fuzzed lock name alone, next to the table's and next to
+		// pieces of itself (which overlap it where the tail search looks).
+		for _, lns := range [][]string{
+			{lockName},
+			{lockName, "lock-", "__lock__"},
+			{"read-", lockName, "write-"},
+			{lockName, lockName[len(lockName)/2:]},
+			{lockName[:len(lockName)/2], lockName},
+		} {
+			got, gotOK := Sequence(name, lns...)
+			want, wantOK := sequenceScan(name, lns)
+			if got != want || gotOK != wantOK {
+				t.Fatalf("Sequence(%q, %q) = %d, %v; a scan of the whole name gives %d, %v", name, lns, got, gotOK, want, wantOK)
+			}
+		}
 		if _, ok := Sequence(name); ok {
 			t.Fatalf("Sequence(%q) without lock names = ok", name)
 		}
@@ -77,6 +97,7 @@ func FuzzSort(f *testing.F) {
 	f.Add("_c_"+uuid+"-lock-0000000042/lock-0000000041/lock-x/lock-0000000041", "lock-")
 	f.Add("read-0000000003/write-2147483648/read-9999999999/write-", "read-")
 	f.Add("lock--1/lock-+1/lock-1/lock-01/lock-", "lock-")
+	f.Add("lock-9223372036854775807/lock-0000000001/lock-17592186044416", "lock-")
 	f.Add("/", "")
 	f.Fuzz(func(t *testing.T, blob, lockName string) {
 		names := strings.Split(blob, "/")

@@ -1,9 +1,9 @@
 package driver
 
 import (
+	"cmp"
+	"math"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -24,6 +24,47 @@ const maxDigits = 19
 // ZooKeeper's ten zero-padded digits and sequence numbers past 2^31 both
 // parse.
 func Sequence(name string, lockNames ...string) (seq int64, ok bool) {
+	// Every lock name the table knows ends in a non-digit. Then the only
+	// occurrence that can be followed by nothing but digits is one that
+	// ends where the name's trailing run of digits begins, and Sequence
+	// looks only there. A lock name ending in a digit takes the full scan.
+	i, n, unit := len(name), uint64(0), uint64(1) // n: the value of the last 19 digits
+	for i > 0 && isDigit(name[i-1]) {
+		i--
+		if len(name)-i <= maxDigits {
+			n += uint64(name[i]-'0') * unit
+			unit *= 10
+		}
+	}
+	at := -1
+	for _, ln := range lockNames {
+		switch {
+		case ln == "":
+		case isDigit(ln[len(ln)-1]):
+			return sequenceScan(name, lockNames)
+		case i-len(ln) > at && strings.HasSuffix(name[:i], ln):
+			at = i - len(ln)
+		}
+	}
+	if at < 0 {
+		return 0, false
+	}
+	// An occurrence starting after at ends before the digits: it is the
+	// one that counts, and a non-digit follows it.
+	for _, ln := range lockNames {
+		if ln != "" && strings.Contains(name[at+1:i], ln) {
+			return 0, false
+		}
+	}
+	if i == len(name) || len(name)-i > maxDigits || n > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+// sequenceScan is Sequence for any lock names: it finds the last
+// occurrence of each in the whole name.
+func sequenceScan(name string, lockNames []string) (seq int64, ok bool) {
 	at, length := -1, 0
 	for _, ln := range lockNames {
 		if ln == "" {
@@ -40,21 +81,24 @@ func Sequence(name string, lockNames ...string) (seq int64, ok bool) {
 	return parseDigits(name[at+length:])
 }
 
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
 // parseDigits parses s, which must consist of 1 to maxDigits ASCII digits.
 func parseDigits(s string) (int64, bool) {
 	if len(s) == 0 || len(s) > maxDigits {
 		return 0, false
 	}
+	var n uint64 // 19 digits fit
 	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
+		if !isDigit(s[i]) {
 			return 0, false
 		}
+		n = n*10 + uint64(s[i]-'0')
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
+	if n > math.MaxInt64 {
 		return 0, false
 	}
-	return n, true
+	return int64(n), true
 }
 
 // Sort returns a new slice with names in queue order: ascending by
@@ -64,42 +108,76 @@ func parseDigits(s string) (int64, bool) {
 // and deterministic: it does not depend on the order of the input, which
 // Sort does not modify.
 func Sort(names []string, lockNames ...string) []string {
-	q := byQueue{names: append(make([]string, 0, len(names)), names...), seqs: make([]int64, len(names))}
+	if out, ok := sortPacked(names, lockNames); ok {
+		return out
+	}
+	q := make([]queued, len(names))
 	for i, name := range names {
-		if seq, ok := Sequence(name, lockNames...); ok {
-			q.seqs[i] = seq
-		} else {
-			q.seqs[i] = -1 // no sequence: after every node that has one
+		seq, ok := Sequence(name, lockNames...)
+		if !ok {
+			seq = -1 // no sequence: after every node that has one
 		}
+		q[i] = queued{seq: seq, name: name}
 	}
-	sort.Sort(q)
-	return q.names
+	slices.SortFunc(q, queued.compare)
+	out := make([]string, len(q))
+	for i, e := range q {
+		out[i] = e.name
+	}
+	return out
 }
 
-// byQueue sorts names by their sequence numbers (seqs, -1 for none, last),
-// then by name. Two parallel slices cost Sort two allocations per call,
-// whatever the length of the queue.
-type byQueue struct {
-	names []string
-	seqs  []int64
+// packBits is the number of low bits of a packed sort key that hold the
+// name's index in the listing; the sequence number takes the others.
+const packBits = 20
+
+// sortPacked sorts the common listing, in which every name has a sequence
+// number and no two share one, as numbers: each name's sequence number
+// and index packed into one integer. That is several times faster than
+// comparing pairs for a long queue. ok is false, and Sort compares pairs,
+// for any other listing.
+func sortPacked(names []string, lockNames []string) (out []string, ok bool) {
+	if len(names) >= 1<<packBits {
+		return nil, false
+	}
+	keys := make([]uint64, len(names))
+	for i, name := range names {
+		seq, ok := Sequence(name, lockNames...)
+		if !ok || seq >= 1<<(64-packBits) {
+			return nil, false
+		}
+		keys[i] = uint64(seq)<<packBits | uint64(i)
+	}
+	slices.Sort(keys)
+	out = make([]string, len(keys))
+	for i, k := range keys {
+		if i > 0 && k>>packBits == keys[i-1]>>packBits {
+			return nil, false // a tie, broken by name
+		}
+		out[i] = names[k&(1<<packBits-1)]
+	}
+	return out, true
 }
 
-func (q byQueue) Len() int { return len(q.names) }
+// queued is a name with its sequence number parsed once (-1 for none),
+// so that sorting a long listing compares numbers.
+type queued struct {
+	seq  int64
+	name string
+}
 
-func (q byQueue) Less(i, j int) bool {
-	a, b := q.seqs[i], q.seqs[j]
+// compare orders by sequence number, names without one last, then by name.
+func (a queued) compare(b queued) int {
 	switch {
-	case (a < 0) != (b < 0):
-		return a >= 0
-	case a >= 0 && a != b:
-		return a < b
+	case (a.seq < 0) != (b.seq < 0):
+		if a.seq >= 0 {
+			return -1
+		}
+		return 1
+	case a.seq >= 0 && a.seq != b.seq:
+		return cmp.Compare(a.seq, b.seq)
 	}
-	return q.names[i] < q.names[j]
-}
-
-func (q byQueue) Swap(i, j int) {
-	q.names[i], q.names[j] = q.names[j], q.names[i]
-	q.seqs[i], q.seqs[j] = q.seqs[j], q.seqs[i]
+	return strings.Compare(a.name, b.name)
 }
 
 // Filter returns a new slice with the names that contain at least one of
