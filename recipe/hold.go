@@ -29,7 +29,10 @@ type Hold struct {
 	prefix  string // protected prefix of the node
 	sweep   bool   // a duplicate of the node may appear: sweep the prefix when done
 
-	ctx      context.Context // ends the monitor: cancelled by Release, or the epoch ends
+	// ctx ends the monitor: it is cancelled by Release, or the epoch ends.
+	// It is made when the monitor starts, under mu; a hold with no
+	// monitor has none.
+	ctx      context.Context
 	cancel   context.CancelFunc
 	start    time.Time   // when the hold began
 	stopLazy func() bool // ends the wait for the epoch's end of a hold with no monitor
@@ -84,7 +87,6 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 			h.cleared-- // born suspended: it must come through this one
 		}
 	}
-	h.ctx, h.cancel = context.WithCancel(ep.ctx)
 	if l.spec.Revocable || l.spec.MaxHold > 0 || l.c.cfg.tolerateSuspension {
 		// The monitor rides out suspensions, keeps time and carries
 		// revocation through the watch: these holds are monitored from the
@@ -95,7 +97,7 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		}
 		h.startMonitor()
 	} else {
-		h.stopLazy = context.AfterFunc(h.ctx, h.loseIfEpochEnded)
+		h.stopLazy = context.AfterFunc(ep.ctx, h.loseIfEpochEnded)
 	}
 	return h
 }
@@ -127,6 +129,7 @@ func (h *Hold) startMonitor() {
 	if h.stopLazy != nil {
 		h.stopLazy() // the monitor watches the epoch from now on
 	}
+	h.ctx, h.cancel = context.WithCancel(h.ep.ctx)
 	h.exited = make(chan struct{})
 	ownW := h.ownW
 	h.ownW = nil
@@ -353,6 +356,7 @@ func (h *Hold) Release(ctx context.Context) error {
 	h.released = true
 	lost := h.err
 	exited := h.exited // nil: no monitor, and none will start
+	stopMonitor := h.cancel
 	if h.mon == monitorIdle {
 		h.mon = monitorNever
 	}
@@ -363,8 +367,8 @@ func (h *Hold) Release(ctx context.Context) error {
 	// The monitor stops while the delete is under way (it reports no loss
 	// once released is set): waiting for it first would put a goroutine
 	// switch before the hand-off to the next in line.
-	h.cancel()
 	if exited != nil {
+		stopMonitor()
 		defer func() { <-exited }()
 	}
 	if lost != nil {
