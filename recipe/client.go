@@ -33,10 +33,11 @@ type Client struct {
 	tracer trace.Tracer
 	ins    instruments
 
-	lastHeard     atomic.Int64          // when a server was last known alive, on the seam's clock (nanos)
-	dialErr       atomic.Pointer[error] // error of the last failed dial
-	dials         atomic.Int64          // connections opened
-	untrusted     chan struct{}         // closed when a server's certificate is refused
+	lastHeard     atomic.Int64                // when a server was last known alive, on the seam's clock (nanos)
+	dialErr       atomic.Pointer[error]       // error of the last failed dial
+	dials         atomic.Int64                // connections opened
+	liveConn      atomic.Pointer[trackedConn] // the connection dialled last: direct requests go on it
+	untrusted     chan struct{}               // closed when a server's certificate is refused
 	untrustedOnce sync.Once
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
 	wireSession   atomic.Int64 // session id of the last connect response
@@ -77,7 +78,7 @@ func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, er
 		zk.WithHostProvider(&hostProvider{c: c}),
 		zk.WithDialer(c.wrapDialer(dial)),
 		zk.WithEventCallback(live.onEvent),
-		zk.WithLogger(zkLogger{c.log}),
+		zk.WithLogger(zkLogger{c.log, c}),
 		zk.WithLogInfo(false),
 	)
 	if err != nil {

@@ -37,7 +37,15 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 			return nil, err
 		}
 		c.dials.Add(1)
-		return &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, written: &c.createWrites, proof: c.heardAt, now: c.monotonic}}, nil
+		t := &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, written: &c.createWrites, proof: c.heardAt, now: c.monotonic},
+			wturn: make(chan struct{}, 1)}
+		if prev := c.liveConn.Load(); prev != nil {
+			// go-zookeeper's xids run on across connections: direct
+			// requests keep away from them on this one too.
+			t.tap.lastXid = prev.tap.lastWritten()
+		}
+		c.liveConn.Store(t)
+		return t, nil
 	}
 }
 
@@ -97,16 +105,16 @@ type trackedConn struct {
 	rbuf []byte // read buffer; rbuf[r:w] is unread
 	r, w int
 	rerr error // error of the read that filled the buffer, returned once it is drained
+
+	// Writes, go-zookeeper's and direct requests' (see direct.go), take
+	// turns: a writer holds wturn's one slot.
+	wturn    chan struct{}
+	deadline time.Time // go-zookeeper's write deadline, under wturn
 }
 
 // readBufferSize is the size of a connection's read buffer. Frames larger
 // than this are read into go-zookeeper's buffer directly.
 const readBufferSize = 16 << 10
-
-func (t *trackedConn) Write(p []byte) (int, error) {
-	t.tap.noteWrite(p)
-	return t.Conn.Write(p)
-}
 
 func (t *trackedConn) Read(p []byte) (int, error) {
 	if t.r == t.w {
@@ -118,6 +126,9 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 		if len(p) >= readBufferSize {
 			n, err := t.Conn.Read(p)
 			t.note(p[:n])
+			if err != nil {
+				t.tap.failDirect() // go-zookeeper gives up the connection
+			}
 			return n, err
 		}
 		if t.rbuf == nil {
@@ -125,6 +136,9 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 		}
 		n, err := t.Conn.Read(t.rbuf)
 		t.note(t.rbuf[:n])
+		if err != nil {
+			t.tap.failDirect() // go-zookeeper gives up the connection
+		}
 		t.r, t.w = 0, n
 		if n == 0 {
 			return 0, err
@@ -155,8 +169,27 @@ func (t *trackedConn) note(p []byte) {
 
 // zkLogger sends go-zookeeper's log lines to the client's logger at debug
 // level (go-zookeeper logs to the standard logger by default).
-type zkLogger struct{ l *slog.Logger }
+// The replies to direct requests, which go-zookeeper reports as replies to
+// unknown requests, are left out.
+type zkLogger struct {
+	l *slog.Logger
+	c *Client
+}
 
 func (z zkLogger) Printf(format string, args ...any) {
+	if !z.l.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	if format == unknownReplyFormat && len(args) == 1 {
+		if xid, ok := args[0].(int32); ok && z.c != nil {
+			if t := z.c.liveConn.Load(); t != nil && t.tap.isDirect(xid) {
+				return
+			}
+		}
+	}
 	z.l.Debug(fmt.Sprintf(format, args...), "source", "go-zookeeper")
 }
+
+// unknownReplyFormat is go-zookeeper's log line for a reply whose xid is
+// none of its requests'.
+const unknownReplyFormat = "Response for unknown request with xid %d"

@@ -13,8 +13,14 @@ import (
 // ended may still be writing them.
 
 func (c *Client) children(ctx context.Context, dir string) ([]string, error) {
-	var names []string
 	c.stats.lists.Add(1)
+	if names, ok, err := c.directChildren(ctx, dir); ok {
+		if err != nil {
+			return nil, err
+		}
+		return names, nil
+	}
+	var names []string
 	err := c.call(ctx, func() (err error) {
 		names, _, err = c.zk.Children(dir)
 		return err
@@ -98,6 +104,9 @@ func (c *Client) setData(ctx context.Context, path string, data []byte) error {
 
 func (c *Client) delete(ctx context.Context, path string) error {
 	c.stats.deletes.Add(1)
+	if ok, err := c.directDelete(ctx, path); ok {
+		return err
+	}
 	return c.call(ctx, func() error { return c.zk.Delete(path, -1) })
 }
 
@@ -194,11 +203,14 @@ func (c *Client) createThenRead(ctx context.Context, req createRequest) (createR
 		out, err = c.zk.Create(path, req.data, ephemeralSequential, c.cfg.acl)
 		return err
 	})
-	var q *queueRead
-	var reads []*running
+	var (
+		q       *queueRead
+		reads   []<-chan struct{} // closed as each read is answered
+		collect func()            // notes the reads' errors in q once they are
+	)
 	select {
 	case <-written:
-		q, reads = c.readBehind(req)
+		q, reads, collect = c.readBehind(ctx, req)
 	case <-cr.done:
 	case <-ctx.Done():
 	}
@@ -213,40 +225,64 @@ func (c *Client) createThenRead(ctx context.Context, req createRequest) (createR
 	}
 	zxid, _ := c.zk.createZxid(out)
 	res := createResult{nodes: []string{out}, zxids: []int64{zxid}}
-	for _, r := range reads {
+	for _, done := range reads {
 		select {
-		case <-r.done:
+		case <-done:
 		case <-ctx.Done():
 			return res, nil // the caller reads again, or gives up
 		}
 	}
 	if q != nil {
-		q.errL = c.mapClosed(reads[0].err)
-		if req.readDir {
-			q.errD = c.mapClosed(reads[1].err)
-		}
+		collect()
 	}
 	res.read = q
 	return res, nil
 }
 
 // readBehind sends the reads of createThenRead: the listing of the
-// directory, and its data if asked for. q is filled as they are answered.
-func (c *Client) readBehind(req createRequest) (q *queueRead, reads []*running) {
+// directory (a direct request where the connection takes one), and its
+// data if asked for. Each of reads is closed once its read is answered;
+// collect then fills q.
+func (c *Client) readBehind(ctx context.Context, req createRequest) (q *queueRead, reads []<-chan struct{}, collect func()) {
 	q = &queueRead{}
 	c.stats.lists.Add(1)
-	reads = append(reads, c.start(func() (err error) {
-		q.names, _, err = c.zk.Children(req.dir)
-		return err
-	}))
+	var listed func() error
+	if call, ok, err := c.sendDirect(ctx, opGetChildren, childrenPayload(req.dir)); ok && err != nil {
+		reads = append(reads, closedChan)
+		listed = func() error { return err }
+	} else if ok {
+		reads = append(reads, call.done)
+		listed = func() (err error) {
+			if call.err != nil {
+				return call.err
+			}
+			q.names, err = parseChildren(call.body)
+			return err
+		}
+	} else {
+		r := c.start(func() (err error) {
+			q.names, _, err = c.zk.Children(req.dir)
+			return err
+		})
+		reads = append(reads, r.done)
+		listed = func() error { return r.err }
+	}
+	var read func() error
 	if req.readDir {
 		c.stats.reads.Add(1)
-		reads = append(reads, c.start(func() (err error) {
+		r := c.start(func() (err error) {
 			q.dirData, _, err = c.zk.Get(req.dir)
 			return err
-		}))
+		})
+		reads = append(reads, r.done)
+		read = func() error { return r.err }
 	}
-	return q, reads
+	return q, reads, func() {
+		q.errL = c.mapClosed(listed())
+		if read != nil {
+			q.errD = c.mapClosed(read())
+		}
+	}
 }
 
 // callTracked is call for requests whose abandonment matters (creates):

@@ -17,6 +17,8 @@ import (
 // noted and the engine reads the node instead.
 
 const (
+	xidSetAuth = -4 // go-zookeeper's credentials
+
 	opCreate          = 1
 	opCreate2         = 15
 	opCreateContainer = 19
@@ -118,6 +120,14 @@ type wireTap struct {
 	connectSent int64              // write time of the connect request
 	wrote       bool               // the first frame (connect request) went out
 
+	// Direct requests (see direct.go), under mu.
+	direct    map[int32]*directCall // by xid, the direct requests waiting for a reply
+	directSeq uint32                // direct requests made
+	lastXid   int32                 // the last xid of a request go-zookeeper wrote
+	loopWrote bool                  // go-zookeeper wrote more than the connect request and credentials
+	connected bool                  // the connect response was read
+	dead      bool                  // the connection failed or closed
+
 	// Incoming stream state. The first frame is the connect response.
 	readFirst bool
 	hdr       [20]byte // length + reply header (xid, zxid, err)
@@ -127,11 +137,18 @@ type wireTap struct {
 	skip      int    // bytes of the current frame still to skip
 	xid       int32
 	zxid      int64
+	directXid int32 // the direct request whose reply body is being collected
+	forDirect bool  // body is a direct request's reply
 }
 
-// wrote notes a frame written by go-zookeeper, which writes each request
-// as one whole frame.
-func (w *wireTap) noteWrite(p []byte) {
+// noteWrite notes a frame written by go-zookeeper, which writes each
+// request as one whole frame.
+func (w *wireTap) noteWrite(p []byte) { w.noteFrame(p, false) }
+
+// noteDirectWrite notes the frame of a direct request.
+func (w *wireTap) noteDirectWrite(p []byte) { w.noteFrame(p, true) }
+
+func (w *wireTap) noteFrame(p []byte, direct bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var t int64
@@ -147,6 +164,14 @@ func (w *wireTap) noteWrite(p []byte) {
 		return
 	}
 	xid := int32(binary.BigEndian.Uint32(p[4:8]))
+	if !direct {
+		if xid >= 0 {
+			w.lastXid = xid
+		}
+		if xid != xidSetAuth {
+			w.loopWrote = true
+		}
+	}
 	if w.sent == nil {
 		w.sent = make(map[int32]int64)
 	}
@@ -156,6 +181,9 @@ func (w *wireTap) noteWrite(p []byte) {
 	}
 	switch int32(binary.BigEndian.Uint32(p[8:12])) {
 	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+		if direct {
+			break
+		}
 		if w.pending == nil {
 			w.pending = make(map[int32]struct{})
 		}
@@ -179,7 +207,13 @@ func (w *wireTap) noteRead(p []byte) {
 			w.body = append(w.body, p[:n]...)
 			w.bodyWant -= n
 			p = p[n:]
-			if w.bodyWant == 0 {
+			if w.bodyWant == 0 && w.forDirect {
+				w.forDirect = false
+				w.mu.Lock()
+				w.answer(w.directXid, w.body, nil)
+				w.mu.Unlock()
+				w.body = nil // handed over
+			} else if w.bodyWant == 0 {
 				w.finishBody()
 			}
 		default:
@@ -206,6 +240,7 @@ func (w *wireTap) frame() {
 		w.skip = length
 		w.mu.Lock()
 		sentAt := w.connectSent
+		w.connected = true
 		w.mu.Unlock()
 		if w.proof != nil {
 			w.proof(sentAt)
@@ -224,9 +259,20 @@ func (w *wireTap) frame() {
 	delete(w.pending, w.xid)
 	sentAt, answered := w.sent[w.xid]
 	delete(w.sent, w.xid)
+	_, direct := w.direct[w.xid]
+	if direct && (errCode != 0 || rest == 0) {
+		w.answer(w.xid, nil, replyError(errCode))
+		direct = false // answered: the frame is skipped
+	}
 	w.mu.Unlock()
 	if answered && w.proof != nil {
 		w.proof(sentAt)
+	}
+	if direct {
+		w.directXid, w.forDirect = w.xid, true
+		w.body = make([]byte, 0, rest)
+		w.bodyWant = rest
+		return
 	}
 	if !isCreate || errCode != 0 || rest < 4 || rest > 4+maxWirePath {
 		w.skip = rest

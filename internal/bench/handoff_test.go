@@ -52,7 +52,7 @@ func (c *clockedConn) Write(b []byte) (int, error) {
 		op := int32(binary.BigEndian.Uint32(b[8:12]))
 		c.w.mu.Lock()
 		switch {
-		case op == 12 && !c.w.event.IsZero() && c.w.listed.IsZero(): // getChildren2 after the event
+		case (op == 12 || op == 8) && !c.w.event.IsZero() && c.w.listed.IsZero(): // getChildren2 (go-zookeeper) or getChildren (direct) after the event
 			c.w.toList = append(c.w.toList, time.Since(c.w.event))
 			c.w.listXid = int32(binary.BigEndian.Uint32(b[4:8]))
 		case op == 2 && !c.w.listed.IsZero(): // the delete after the listing's reply

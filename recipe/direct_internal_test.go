@@ -1,0 +1,199 @@
+package recipe
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+)
+
+func TestParseChildren(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want []string
+		ok   bool
+	}{
+		{"two", append(i32(2), append(jstr("a"), jstr("lock-0000000001")...)...), []string{"a", "lock-0000000001"}, true},
+		{"none", i32(0), []string{}, true},
+		{"null vector", i32(-1), nil, true},
+		{"empty name", append(i32(1), jstr("")...), []string{""}, true},
+		{"no count", []byte{0, 0}, nil, false},
+		{"count past the body", append(i32(3), jstr("a")...), nil, false},
+		{"name past the body", append(i32(1), append(i32(9), 'x')...), nil, false},
+		{"negative length", append(i32(1), i32(-2)...), nil, false},
+		{"huge count", i32(1 << 30), nil, false},
+	} {
+		got, err := parseChildren(tc.body)
+		if tc.ok != (err == nil) || (tc.ok && !slices.Equal(got, tc.want)) {
+			t.Errorf("%s: parseChildren = %q, %v; want %q, ok %v", tc.name, got, err, tc.want, tc.ok)
+		}
+		if !tc.ok && !errors.Is(err, errMalformedReply) {
+			t.Errorf("%s: error %v is not errMalformedReply", tc.name, err)
+		}
+	}
+}
+
+func TestReplyError(t *testing.T) {
+	for code, want := range map[int32]error{0: nil, -101: zk.ErrNoNode, -103: zk.ErrBadVersion,
+		-110: zk.ErrNodeExists, -111: zk.ErrNotEmpty, -112: zk.ErrSessionExpired, -102: zk.ErrNoAuth} {
+		if got := replyError(code); got != want {
+			t.Errorf("replyError(%d) = %v, want %v", code, got, want)
+		}
+	}
+	if err := replyError(-999); !errors.Is(err, zk.ErrUnknown) {
+		t.Errorf("replyError(-999) = %v, want ErrUnknown", err)
+	}
+}
+
+// The tap answers direct requests from the replies however the server's
+// bytes are split into reads, with go-zookeeper's replies (creates among
+// them) interleaved, and fails the ones still waiting when the connection
+// fails.
+func TestDirectReplies(t *testing.T) {
+	connectReq := frame(i32(0), i64(1<<32), i32(4000), i64(0), jstr("pw"))
+	connectResp := frame(i32(0), i32(4000), i64(0x1234), jstr("password"))
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 200 {
+		var z createZxids
+		w := wireTap{out: &z}
+		if _, ok := w.expectReply(false); ok {
+			t.Fatal("a direct request was taken before the connect request was even written")
+		}
+		w.noteWrite(connectReq)
+		w.noteRead(connectResp)
+		if _, ok := w.expectReply(true); ok {
+			t.Fatal("a client with credentials took a direct request before go-zookeeper resent them")
+		}
+		w.noteWrite(request(-4, 100, i32(0), jstr("digest"), jstr("u:p")))
+		if _, ok := w.expectReply(true); ok {
+			t.Fatal("a direct request was taken while only credentials were written")
+		}
+		w.noteWrite(request(41, opCreate, jstr("/a/_c_x-lock-"), jstr(""), i32(0), i32(3)))
+		listCall, ok := w.expectReply(true)
+		if !ok {
+			t.Fatal("no direct request once go-zookeeper writes requests")
+		}
+		list := listCall.xid
+		if d := uint32(list-41) & xidMask; d < directXidGap/2 || d > directXidGap*3/2 || !w.isDirect(list) || w.isDirect(41) {
+			t.Fatalf("direct xid %d is not far from go-zookeeper's 41", list)
+		}
+		delCall, _ := w.expectReply(false)
+		goneCall, _ := w.expectReply(false)
+		lateCall, _ := w.expectReply(false)
+		leftCall, _ := w.expectReply(false)
+		del, gone, late, left := delCall.xid, goneCall.xid, lateCall.xid, leftCall.xid
+		w.forget(late) // its caller stopped waiting
+		for _, x := range []int32{list, del, gone, late, left} {
+			w.noteDirectWrite(request(x, opGetChildren, jstr("/a"), []byte{0}))
+		}
+		var stream []byte
+		for _, r := range [][]byte{
+			reply(list, 0x100000007, 0, i32(2), jstr("lock-0000000001"), jstr("lock-0000000002")),
+			reply(41, 0x100000008, 0, jstr("/a/_c_x-lock-0000000003")),
+			reply(-1, -1, 0, i32(2), i32(3), jstr("/a/lock-0000000001")), // watch event
+			reply(del, 0x100000009, 0),
+			reply(gone, 0x100000009, -101),
+			reply(late, 0x100000009, 0, i32(1), jstr("x")),
+		} {
+			stream = append(stream, r...)
+		}
+		for rest := stream; len(rest) > 0; {
+			n := 1 + rng.IntN(min(len(rest), 30))
+			if trial == 0 {
+				n = len(rest)
+			}
+			w.noteRead(rest[:n])
+			rest = rest[n:]
+		}
+		if r := answered(t, listCall); r.err != nil {
+			t.Fatalf("trial %d: listing: %v", trial, r.err)
+		} else if names, err := parseChildren(r.body); err != nil || !slices.Equal(names, []string{"lock-0000000001", "lock-0000000002"}) {
+			t.Fatalf("trial %d: listing %q, %v", trial, names, err)
+		}
+		if r := answered(t, delCall); r.err != nil || len(r.body) != 0 {
+			t.Fatalf("trial %d: delete: %v, body %q", trial, r.err, r.body)
+		}
+		if r := answered(t, goneCall); !errors.Is(r.err, zk.ErrNoNode) {
+			t.Fatalf("trial %d: missing node: %v", trial, r.err)
+		}
+		if isDone(lateCall) {
+			t.Fatalf("trial %d: a forgotten request was answered", trial)
+		}
+		if zx, ok := z.take("/a/_c_x-lock-0000000003"); !ok || zx != 0x100000008 {
+			t.Fatalf("trial %d: create zxid %x, %v", trial, zx, ok)
+		}
+		if isDone(leftCall) {
+			t.Fatalf("trial %d: a request with no reply was answered: %v", trial, leftCall.err)
+		}
+		w.failDirect()
+		if r := answered(t, leftCall); !errors.Is(r.err, zk.ErrConnectionClosed) {
+			t.Fatalf("trial %d: after the connection failed: %v", trial, r.err)
+		}
+		if _, ok := w.expectReply(false); ok {
+			t.Fatalf("trial %d: a failed connection took a direct request", trial)
+		}
+	}
+}
+
+// A connection failing while a direct reply's body is being read fails
+// that request too.
+func TestDirectFailsMidReply(t *testing.T) {
+	w := wireTap{out: &createZxids{}}
+	w.noteWrite(frame(i32(0), i64(0), i32(4000), i64(0), jstr("pw")))
+	w.noteRead(frame(i32(0), i32(4000), i64(0x1234), jstr("password")))
+	call, ok := w.expectReply(false)
+	if !ok {
+		t.Fatal("no direct request")
+	}
+	r := reply(call.xid, 7, 0, i32(1), jstr("lock-0000000001"))
+	w.noteRead(r[:len(r)-3])
+	w.failDirect()
+	if got := answered(t, call); !errors.Is(got.err, zk.ErrConnectionClosed) {
+		t.Fatalf("reply = %v, want ErrConnectionClosed", got)
+	}
+	w.noteRead(r[len(r)-3:]) // nobody is answered twice
+}
+
+// answered returns call once it is answered; the tap answers as it reads,
+// so it must be already.
+func answered(t *testing.T, call *directCall) *directCall {
+	t.Helper()
+	if !isDone(call) {
+		t.Fatalf("direct request %d not answered", call.xid)
+	}
+	return call
+}
+
+func isDone(call *directCall) bool {
+	select {
+	case <-call.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Direct requests' xids stay a billion away from go-zookeeper's, wherever
+// its counter is (it runs on across connections and wraps at 2^31).
+func TestDirectXids(t *testing.T) {
+	for _, last := range []int32{0, 1, 1<<30 - 3, 1<<31 - 2} {
+		w := wireTap{out: &createZxids{}, lastXid: last, connected: true}
+		for range 3 {
+			call, ok := w.expectReply(false)
+			if !ok {
+				t.Fatal("no direct request")
+			}
+			if call.xid < 0 || !w.isDirect(call.xid) {
+				t.Fatalf("after go-zookeeper's %d: direct xid %d", last, call.xid)
+			}
+			for next := range int32(100000) {
+				if x := (last + next) & xidMask; x == call.xid || w.isDirect(x) {
+					t.Fatalf("after go-zookeeper's %d: its xid %d taken as direct (%d)", last, x, call.xid)
+				}
+			}
+		}
+	}
+}

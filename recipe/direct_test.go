@@ -1,0 +1,155 @@
+package recipe_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// Direct requests (the listing and the delete of a lock cycle, written on
+// the connection by the caller) answer as go-zookeeper's own requests do,
+// while go-zookeeper's requests run between them on the same connection.
+func TestDirectRequests(t *testing.T) {
+	srv := zktest.Shared(t)
+	c := locktest.Client(t, []string{srv.Addr()})
+	raw := zktest.Connect(t, srv.Addr())
+	dir := zktest.UniquePath(t)
+	mkdir(t, raw, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var want []string
+	for i := range 50 {
+		n := fmt.Sprintf("lock-%010d", i)
+		if _, err := raw.Create(dir+"/"+n, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, n)
+	}
+	names, direct, err := recipe.DirectChildren(ctx, c, dir)
+	if err != nil || !direct {
+		t.Fatalf("listing: direct %v, %v", direct, err)
+	}
+	if slices.Sort(names); !slices.Equal(names, want) {
+		t.Fatalf("listing %q, want %q", names, want)
+	}
+	if _, _, err := recipe.DirectChildren(ctx, c, dir+"/missing"); !errors.Is(err, zk.ErrNoNode) {
+		t.Fatalf("listing a missing node: %v, want ErrNoNode", err)
+	}
+	if _, err := recipe.DirectDelete(ctx, c, dir); !errors.Is(err, zk.ErrNotEmpty) {
+		t.Fatalf("deleting a node with children: %v, want ErrNotEmpty", err)
+	}
+
+	// Eight goroutines mix direct requests with go-zookeeper's on one
+	// connection: every reply reaches its own caller.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				own := fmt.Sprintf("%s/own-%d-%d", dir, g, i)
+				if _, err := c.Conn().Create(own, []byte(own), 0, zk.WorldACL(zk.PermAll)); err != nil {
+					errs <- err
+					return
+				}
+				names, _, err := recipe.DirectChildren(ctx, c, dir)
+				if err != nil || !slices.Contains(names, own[len(dir)+1:]) {
+					errs <- fmt.Errorf("listing after creating %s: %d names, %v", own, len(names), err)
+					return
+				}
+				if data, _, err := c.Conn().Get(own); err != nil || string(data) != own {
+					errs <- fmt.Errorf("get %s: %q, %v", own, data, err)
+					return
+				}
+				if _, err := recipe.DirectDelete(ctx, c, own); err != nil {
+					errs <- fmt.Errorf("delete %s: %v", own, err)
+					return
+				}
+				if _, err := recipe.DirectDelete(ctx, c, own); !errors.Is(err, zk.ErrNoNode) {
+					errs <- fmt.Errorf("second delete of %s: %v, want ErrNoNode", own, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if names, _, err := raw.Children(dir); err != nil || len(names) != len(want) {
+		t.Fatalf("after the mix: %d children, %v; want %d", len(names), err, len(want))
+	}
+}
+
+// A direct request never outlives its context, whatever the connection
+// does, and one whose connection fails returns with a connection loss;
+// the next one goes on the new connection.
+func TestDirectRequestFaults(t *testing.T) {
+	srv := zktest.Shared(t)
+	proxy, err := zktest.NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(6*time.Second))
+	dir := zktest.UniquePath(t)
+	mkdir(t, zktest.Connect(t, srv.Addr()), dir)
+	list := func(limit time.Duration) (bool, error, time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		defer cancel()
+		start := time.Now()
+		_, direct, err := recipe.DirectChildren(ctx, c, dir)
+		return direct, err, time.Since(start)
+	}
+	if direct, err, _ := list(5 * time.Second); err != nil || !direct {
+		t.Fatalf("listing: direct %v, %v", direct, err)
+	}
+
+	proxy.Partition()
+	direct, err, took := list(200 * time.Millisecond)
+	if !direct || !errors.Is(err, context.DeadlineExceeded) || took > time.Second {
+		t.Fatalf("listing while partitioned: direct %v, %v after %v; want the context's deadline", direct, err, took)
+	}
+	proxy.Heal()
+	directAgain := func() {
+		t.Helper()
+		locktest.Eventually(t, 10*time.Second, "a direct listing", func() bool {
+			direct, err, _ := list(time.Second)
+			return direct && err == nil
+		})
+	}
+	directAgain()
+
+	proxy.LoseNextReply(zktest.OpGetChildren)
+	if direct, err, took := list(5 * time.Second); !direct || !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("listing whose reply is lost: direct %v, %v after %v; want a connection loss", direct, err, took)
+	}
+	directAgain()
+	proxy.Arm(zktest.DropRequest, 1, zktest.OpDelete)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := recipe.DirectDelete(ctx, c, dir+"/missing"); !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("delete whose request is dropped: %v, want a connection loss", err)
+	}
+	directAgain()
+}
+
+// mkdir creates /zktest and dir in it.
+func mkdir(t *testing.T, conn *zk.Conn, dir string) {
+	t.Helper()
+	for _, p := range []string{"/zktest", dir} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+}
