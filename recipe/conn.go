@@ -108,8 +108,7 @@ type trackedConn struct {
 
 	// Writes, go-zookeeper's and direct requests' (see direct.go), take
 	// turns: a writer holds wturn's one slot.
-	wturn    chan struct{}
-	deadline time.Time // go-zookeeper's write deadline, under wturn
+	wturn chan struct{}
 }
 
 // readBufferSize is the size of a connection's read buffer. Frames larger
@@ -127,7 +126,7 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 			n, err := t.Conn.Read(p)
 			t.note(p[:n])
 			if err != nil {
-				t.tap.failDirect() // go-zookeeper gives up the connection
+				t.fail()
 			}
 			return n, err
 		}
@@ -137,7 +136,7 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 		n, err := t.Conn.Read(t.rbuf)
 		t.note(t.rbuf[:n])
 		if err != nil {
-			t.tap.failDirect() // go-zookeeper gives up the connection
+			t.fail()
 		}
 		t.r, t.w = 0, n
 		if n == 0 {
@@ -148,6 +147,14 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 	n := copy(p, t.rbuf[t.r:t.w])
 	t.r += n
 	return n, nil
+}
+
+// fail ends the connection on a failed read, as go-zookeeper does once it
+// sees the error: the direct requests waiting on it fail, and a direct
+// write blocked on it ends.
+func (t *trackedConn) fail() {
+	t.tap.failDirect()
+	t.Conn.Close()
 }
 
 // note follows bytes read from the server.

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -22,8 +21,7 @@ import (
 //   - a direct request gets an xid 2^30 away from the last one go-zookeeper
 //     wrote, which go-zookeeper reaches only after a billion requests more,
 //     and is written as one whole frame between go-zookeeper's frames (the
-//     connection serializes writes, and each writer sets its own write
-//     deadline);
+//     connection takes writes in turn);
 //   - go-zookeeper reads the reply like any other: it notes its zxid as the
 //     last it has seen (so a reconnect never goes back in time past it),
 //     finds no request of its own with that xid and goes on; the tap has
@@ -132,7 +130,7 @@ func (c *Client) sendDirect(ctx context.Context, op int32, payload []byte) (call
 	binary.BigEndian.PutUint32(frame[4:8], uint32(call.xid))
 	binary.BigEndian.PutUint32(frame[8:12], uint32(op))
 	frame = append(frame, payload...)
-	if err := t.writeDirect(ctx, frame, c.cfg.sessionTimeout*2/3); err != nil {
+	if err := t.writeDirect(ctx, frame); err != nil {
 		t.tap.forget(call.xid)
 		return nil, true, c.mapClosed(err)
 	}
@@ -140,10 +138,12 @@ func (c *Client) sendDirect(ctx context.Context, op int32, payload []byte) (call
 }
 
 // writeDirect writes one whole frame of a direct request. It waits for its
-// turn among the connection's writers until ctx ends; the write itself has
-// its own deadline, after which, the frame perhaps half written, the
-// connection is closed (go-zookeeper then reconnects).
-func (t *trackedConn) writeDirect(ctx context.Context, frame []byte, timeout time.Duration) error {
+// turn among the connection's writers until ctx ends. The write itself
+// takes no deadline of its own: it can only block while the server reads
+// nothing, and then go-zookeeper's read deadline fails the connection,
+// which Read closes, ending the write. A failed write may have left half a
+// frame: the connection is closed.
+func (t *trackedConn) writeDirect(ctx context.Context, frame []byte) error {
 	select {
 	case t.wturn <- struct{}{}:
 	case <-ctx.Done():
@@ -151,12 +151,7 @@ func (t *trackedConn) writeDirect(ctx context.Context, frame []byte, timeout tim
 	}
 	defer func() { <-t.wturn }()
 	t.tap.noteDirectWrite(frame)
-	if err := t.Conn.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
-		return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
-	}
-	_, err := t.Conn.Write(frame)
-	_ = t.Conn.SetWriteDeadline(t.deadline) // go-zookeeper's, for its next write
-	if err != nil {
+	if _, err := t.Conn.Write(frame); err != nil {
 		t.Conn.Close()
 		return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
 	}
@@ -169,23 +164,6 @@ func (t *trackedConn) Write(p []byte) (int, error) {
 	defer func() { <-t.wturn }()
 	t.tap.noteWrite(p)
 	return t.Conn.Write(p)
-}
-
-// SetWriteDeadline sets go-zookeeper's write deadline, which direct
-// requests put back after their own write.
-func (t *trackedConn) SetWriteDeadline(d time.Time) error {
-	t.wturn <- struct{}{}
-	defer func() { <-t.wturn }()
-	t.deadline = d
-	return t.Conn.SetWriteDeadline(d)
-}
-
-// SetDeadline sets both deadlines (see SetWriteDeadline).
-func (t *trackedConn) SetDeadline(d time.Time) error {
-	t.wturn <- struct{}{}
-	defer func() { <-t.wturn }()
-	t.deadline = d
-	return t.Conn.SetDeadline(d)
 }
 
 // Close fails the direct requests waiting on the connection and closes it.

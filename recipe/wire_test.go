@@ -137,9 +137,15 @@ func TestCreateWrites(t *testing.T) {
 // scriptedConn returns its reads one by one, then err.
 type scriptedConn struct {
 	net.Conn
-	reads [][]byte
-	err   error
-	calls int
+	reads  [][]byte
+	err    error
+	calls  int
+	closed bool
+}
+
+func (s *scriptedConn) Close() error {
+	s.closed = true
+	return nil
 }
 
 func (s *scriptedConn) Read(p []byte) (int, error) {
@@ -191,5 +197,8 @@ func TestTrackedConnBuffersReads(t *testing.T) {
 	}
 	if _, err := tc.Read(p); err != io.EOF {
 		t.Fatalf("after the last bytes: %v, want EOF", err)
+	}
+	if !sc.closed {
+		t.Fatal("the connection was not closed after its read failed")
 	}
 }
