@@ -56,7 +56,7 @@ const (
 	maxGoroutinesHandOff     = 0.1  // per hand-off while a queue drains
 	maxAllocsUncontended     = 125
 	maxAllocsContended       = 170
-	maxAllocsHandOff         = 75
+	maxAllocsHandOff         = 90
 )
 
 // TestCycleCost pins the client's work per lock cycle: goroutines created
