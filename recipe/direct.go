@@ -12,11 +12,12 @@ import (
 // Direct requests. go-zookeeper's requests block until their reply, so a
 // caller whose context can end hands each one to a worker (workers.go) and
 // waits for the worker or its context: two goroutine switches per request
-// on top of go-zookeeper's own two. The two requests on the path of every
-// hand-off, the listing a waiter makes when the node it waits on goes and
-// the delete that releases, are instead written on the connection by the
-// caller itself, and their replies are taken by the wire tap as
-// go-zookeeper reads them and handed straight to the caller:
+// on top of go-zookeeper's own two. The requests of every acquire and
+// hand-off (the listing sent behind a create, the listing a waiter makes
+// when the node it waits on goes, and the delete that releases) are
+// instead written on the connection by the caller itself, and their
+// replies are taken by the wire tap as go-zookeeper reads them and handed
+// straight to the caller:
 //
 //   - a direct request gets an xid 2^30 away from the last one go-zookeeper
 //     wrote, which go-zookeeper reaches only after a billion requests more,
@@ -36,8 +37,8 @@ import (
 //     sent them again) and once it has failed, requests go through
 //     go-zookeeper as before.
 //
-// Nothing else changes on the wire: the frames are the ones go-zookeeper
-// would have written for the same request.
+// The frames are plain getChildren and delete requests; go-zookeeper's own
+// frames are not altered.
 
 const (
 	opDelete      = 2
@@ -78,7 +79,7 @@ var errMalformedReply = errors.New("recipe: malformed reply from the server")
 // directChildren lists dir with a direct request. ok is false when no
 // connection can take one now: the caller asks go-zookeeper instead.
 func (c *Client) directChildren(ctx context.Context, dir string) (names []string, ok bool, err error) {
-	call, ok, err := c.sendDirect(ctx, opGetChildren, childrenPayload(dir))
+	call, ok, err := c.sendDirect(ctx, opGetChildren, dir, noWatch...)
 	if !ok || err != nil {
 		return nil, ok, err
 	}
@@ -93,9 +94,7 @@ func (c *Client) directChildren(ctx context.Context, dir string) (names []string
 // directDelete deletes path, whatever its version, with a direct request;
 // ok as for directChildren.
 func (c *Client) directDelete(ctx context.Context, path string) (ok bool, err error) {
-	payload := appendString(make([]byte, 0, 4+len(path)+4), path)
-	payload = binary.BigEndian.AppendUint32(payload, 0xffffffff) // version -1: any
-	call, ok, err := c.sendDirect(ctx, opDelete, payload)
+	call, ok, err := c.sendDirect(ctx, opDelete, path, anyVersion...)
 	if !ok || err != nil {
 		return ok, err
 	}
@@ -103,16 +102,17 @@ func (c *Client) directDelete(ctx context.Context, path string) (ok bool, err er
 	return true, c.mapClosed(err)
 }
 
-// childrenPayload is the body of a getChildren request for dir, with no
-// watch.
-func childrenPayload(dir string) []byte {
-	return append(appendString(make([]byte, 0, 4+len(dir)+1), dir), 0)
-}
+// What follows the path in a getChildren request (the watch flag) and in
+// a delete (the version).
+var (
+	noWatch    = []byte{0}
+	anyVersion = []byte{0xff, 0xff, 0xff, 0xff} // -1
+)
 
-// sendDirect writes the request op with its payload on the client's
-// connection. ok is false when no connection can take a direct request
-// now; err is set when the request could not be written.
-func (c *Client) sendDirect(ctx context.Context, op int32, payload []byte) (call *directCall, ok bool, err error) {
+// sendDirect writes the request op, for path and with tail after it, on
+// the client's connection. ok is false when no connection can take a
+// direct request now; err is set when the request could not be written.
+func (c *Client) sendDirect(ctx context.Context, op int32, path string, tail ...byte) (call *directCall, ok bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, true, err
 	}
@@ -125,11 +125,12 @@ func (c *Client) sendDirect(ctx context.Context, op int32, payload []byte) (call
 		return nil, false, nil
 	}
 	call.t = t
-	frame := make([]byte, 12, 12+len(payload))
-	binary.BigEndian.PutUint32(frame[0:4], uint32(8+len(payload)))
-	binary.BigEndian.PutUint32(frame[4:8], uint32(call.xid))
-	binary.BigEndian.PutUint32(frame[8:12], uint32(op))
-	frame = append(frame, payload...)
+	n := 8 + 4 + len(path) + len(tail) // xid, opcode, path, tail
+	frame := make([]byte, 0, 4+n)
+	frame = binary.BigEndian.AppendUint32(frame, uint32(n))
+	frame = binary.BigEndian.AppendUint32(frame, uint32(call.xid))
+	frame = binary.BigEndian.AppendUint32(frame, uint32(op))
+	frame = append(appendString(frame, path), tail...)
 	if err := t.writeDirect(ctx, frame); err != nil {
 		t.tap.forget(call.xid)
 		return nil, true, c.mapClosed(err)

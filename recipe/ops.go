@@ -247,7 +247,7 @@ func (c *Client) readBehind(ctx context.Context, req createRequest) (q *queueRea
 	q = &queueRead{}
 	c.stats.lists.Add(1)
 	var listed func() error
-	if call, ok, err := c.sendDirect(ctx, opGetChildren, childrenPayload(req.dir)); ok && err != nil {
+	if call, ok, err := c.sendDirect(ctx, opGetChildren, req.dir, noWatch...); ok && err != nil {
 		reads = append(reads, closedChan)
 		listed = func() error { return err }
 	} else if ok {
