@@ -22,7 +22,8 @@ import (
 //   - a direct request gets an xid 2^30 away from the last one go-zookeeper
 //     wrote, which go-zookeeper reaches only after a billion requests more,
 //     and is written as one whole frame between go-zookeeper's frames (the
-//     connection takes writes in turn);
+//     connection takes writes in turn; when another writer has it, the
+//     request goes through go-zookeeper instead);
 //   - go-zookeeper reads the reply like any other: it notes its zxid as the
 //     last it has seen (so a reconnect never goes back in time past it),
 //     finds no request of its own with that xid and goes on; the tap has
@@ -131,32 +132,34 @@ func (c *Client) sendDirect(ctx context.Context, op int32, path string, tail ...
 	frame = binary.BigEndian.AppendUint32(frame, uint32(call.xid))
 	frame = binary.BigEndian.AppendUint32(frame, uint32(op))
 	frame = append(appendString(frame, path), tail...)
-	if err := t.writeDirect(ctx, frame); err != nil {
+	if ok, err := t.writeDirect(frame); !ok || err != nil {
 		t.tap.forget(call.xid)
-		return nil, true, c.mapClosed(err)
+		return nil, ok, c.mapClosed(err)
 	}
 	return call, true, nil
 }
 
-// writeDirect writes one whole frame of a direct request. It waits for its
-// turn among the connection's writers until ctx ends. The write itself
-// takes no deadline of its own: it can only block while the server reads
-// nothing, and then go-zookeeper's read deadline fails the connection,
-// which Read closes, ending the write. A failed write may have left half a
-// frame: the connection is closed.
-func (t *trackedConn) writeDirect(ctx context.Context, frame []byte) error {
+// writeDirect writes one whole frame of a direct request if no other
+// writer has the connection now; ok is false when one has (the request then
+// goes through go-zookeeper, whose send loop takes its turn: many callers
+// at once are better served by one writer than by each waiting for the
+// others). The write itself takes no deadline of its own: it can only block
+// while the server reads nothing, and then go-zookeeper's read deadline
+// fails the connection, which Read closes, ending the write. A failed write
+// may have left half a frame: the connection is closed.
+func (t *trackedConn) writeDirect(frame []byte) (ok bool, err error) {
 	select {
 	case t.wturn <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		return false, nil
 	}
 	defer func() { <-t.wturn }()
 	t.tap.noteDirectWrite(frame)
 	if _, err := t.Conn.Write(frame); err != nil {
 		t.Conn.Close()
-		return fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+		return true, fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
 	}
-	return nil
+	return true, nil
 }
 
 // Write writes one of go-zookeeper's frames, in turn with direct requests.
