@@ -24,8 +24,9 @@ const (
 	opCreateContainer = 19
 	opCreateTTL       = 21
 
-	maxNotedCreates = 4096 // bound on zxids not (yet) taken by the engine
-	maxWirePath     = 4096 // longer paths are not noted
+	maxNotedCreates = 4096    // bound on zxids not (yet) taken by the engine
+	maxWirePath     = 4096    // longer paths are not noted
+	maxPrealloc     = 1 << 20 // a direct reply's body grows past this as it arrives
 )
 
 // createZxids maps the path returned by a create to its zxid.
@@ -270,7 +271,7 @@ func (w *wireTap) frame() {
 	}
 	if direct {
 		w.directXid, w.forDirect = w.xid, true
-		w.body = make([]byte, 0, rest)
+		w.body = make([]byte, 0, min(rest, maxPrealloc))
 		w.bodyWant = rest
 		return
 	}
