@@ -167,19 +167,46 @@ func (a *attempt) relist(ctx context.Context) (turn, error) {
 }
 
 // setQueue records a fresh listing as the known queue, after checking that
-// no other kind of lock queued in the directory before us.
+// no other kind of lock queued in the directory before us (see
+// kindConflict). The known queue holds the nodes of our queue ordered
+// before ours, and ours: a driver decides from nothing after it (rule 2 of
+// driver.Driver), so a waiter behind a long queue sorts only what is ahead
+// of it. Each name is parsed once.
+//
+// It also removes, and deletes in the background, any other node carrying
+// this attempt's UUID: the late effect of a create whose reply was lost,
+// which would otherwise sit in the queue until the session ends.
 func (a *attempt) setQueue(names []string) error {
-	if err := a.checkKinds(names); err != nil {
-		return err
+	q := a.l.queue
+	ours, ordered := driver.Sequence(a.node, q...)
+	out := names[:0] // in place: the listing is ours
+	for _, n := range names {
+		seq, ok := driver.Sequence(n, q...)
+		switch {
+		case !ok:
+			if err := a.kindConflict(n, ours, ordered); err != nil {
+				return err
+			}
+			if ordered || !slices.ContainsFunc(q, func(ln string) bool { return ln != "" && strings.Contains(n, ln) }) {
+				continue // after ours in queue order (driver.Sort), or not in our queue
+			}
+		case n != a.node && strings.HasPrefix(n, a.prefix):
+			a.l.c.log.Warn("deleting duplicate node of a lost create", "path", a.l.dir, "node", n)
+			a.l.c.cleanup(cleanupJob{dir: a.l.dir, path: join(a.l.dir, n)})
+			continue
+		case ordered && (seq > ours || seq == ours && n > a.node):
+			continue // behind ours
+		}
+		out = append(out, n)
 	}
-	a.queue = driver.Sort(a.contenders(names), a.l.queue...)
+	a.queue = driver.Sort(out, q...)
 	a.stale, a.trimmed = false, false
 	return nil
 }
 
-// checkKinds fails with ErrMismatch when the listing holds a node that
-// does not take part in our queue and that our driver therefore cannot
-// order against our own node (see driver.Classify):
+// kindConflict fails with ErrMismatch when n, a child of the directory that
+// does not take part in our queue, is a node our driver therefore cannot
+// order against our own node (ours, when ordered; see driver.Classify):
 //
 //   - a node of one of the library's kinds (a mutex node where we want a
 //     read/write lock, say) created before ours: the two kinds would
@@ -192,35 +219,28 @@ func (a *attempt) setQueue(names []string) error {
 //     it would hold next to us whether it came first or not.
 //
 // Children that are not lock nodes are left alone.
-func (a *attempt) checkKinds(names []string) error {
-	ours, ordered := driver.Sequence(a.node, a.l.queue...)
-	for _, n := range names {
-		if _, ok := driver.Sequence(n, a.l.queue...); ok {
-			continue // a contender of our queue
+func (a *attempt) kindConflict(n string, ours int64, ordered bool) error {
+	var why string
+	switch c := driver.Classify(n); c {
+	case driver.Native:
+		ln, kind, _ := driver.KindOf(n)
+		if seq, ok := driver.Sequence(n, ln); !ordered || !ok || seq >= ours {
+			return nil
 		}
-		var why string
-		switch c := driver.Classify(n); c {
-		case driver.Native:
-			ln, kind, _ := driver.KindOf(n)
-			if seq, ok := driver.Sequence(n, ln); !ordered || !ok || seq >= ours {
-				continue
-			}
-			why = fmt.Sprintf("in use as a %s lock (node %s)", kind, n)
-		case driver.Foreign:
-			ln, _, _ := driver.KindOf(n)
-			k, _ := driver.KindNamed(ln)
-			why = fmt.Sprintf("in use by kazoo's %s (node %s), which does not see %s nodes", k.Kazoo, n, a.l.spec.LockName)
-		case driver.Unknown:
-			why = fmt.Sprintf("node %s is %s, which nothing here can order against %s nodes", n, c, a.l.spec.LockName)
-		case driver.Layout:
-			why = fmt.Sprintf("node %s is %s, which does not see %s nodes", n, c, a.l.spec.LockName)
-		default:
-			continue
-		}
-		return fmt.Errorf("%w (%w): %s; this is a %s lock (%s nodes)",
-			ErrMismatch, errOtherKind, why, a.l.spec.Recipe, a.l.spec.LockName)
+		why = fmt.Sprintf("in use as a %s lock (node %s)", kind, n)
+	case driver.Foreign:
+		ln, _, _ := driver.KindOf(n)
+		k, _ := driver.KindNamed(ln)
+		why = fmt.Sprintf("in use by kazoo's %s (node %s), which does not see %s nodes", k.Kazoo, n, a.l.spec.LockName)
+	case driver.Unknown:
+		why = fmt.Sprintf("node %s is %s, which nothing here can order against %s nodes", n, c, a.l.spec.LockName)
+	case driver.Layout:
+		why = fmt.Sprintf("node %s is %s, which does not see %s nodes", n, c, a.l.spec.LockName)
+	default:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%w (%w): %s; this is a %s lock (%s nodes)",
+		ErrMismatch, errOtherKind, why, a.l.spec.Recipe, a.l.spec.LockName)
 }
 
 // trim keeps, of the known queue, only the window from the first watched
@@ -262,27 +282,6 @@ func (a *attempt) named(names []string) []string {
 		if j := slices.Index(a.queue, n); j >= 0 {
 			out[i] = a.queue[j]
 		}
-	}
-	return out
-}
-
-// contenders keeps, of a fresh listing, the nodes of our queue (as
-// driver.Filter does, but in place: the listing is ours). It removes, and
-// deletes in the background, any other node carrying this attempt's UUID:
-// the late effect of a create whose reply was lost. It would otherwise sit
-// in the queue until the session ends.
-func (a *attempt) contenders(names []string) []string {
-	out := names[:0]
-	for _, n := range names {
-		if !slices.ContainsFunc(a.l.queue, func(ln string) bool { return ln != "" && strings.Contains(n, ln) }) {
-			continue
-		}
-		if n != a.node && strings.HasPrefix(n, a.prefix) {
-			a.l.c.log.Warn("deleting duplicate node of a lost create", "path", a.l.dir, "node", n)
-			a.l.c.cleanup(cleanupJob{dir: a.l.dir, path: join(a.l.dir, n)})
-			continue
-		}
-		out = append(out, n)
 	}
 	return out
 }
