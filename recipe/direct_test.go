@@ -136,7 +136,7 @@ func TestDirectRequestFaults(t *testing.T) {
 	mkdir(t, zktest.Connect(t, srv.Addr()), dir)
 	// list makes a direct listing; the rare one that finds another writer
 	// on the connection (go-zookeeper's ping, say) is made again.
-	list := func(limit time.Duration) (direct bool, err error, took time.Duration) {
+	list := func(limit time.Duration) (direct bool, took time.Duration, err error) {
 		for range 10 {
 			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			start := time.Now()
@@ -147,14 +147,14 @@ func TestDirectRequestFaults(t *testing.T) {
 				break
 			}
 		}
-		return direct, err, took
+		return direct, took, err
 	}
-	if direct, err, _ := list(5 * time.Second); err != nil || !direct {
+	if direct, _, err := list(5 * time.Second); err != nil || !direct {
 		t.Fatalf("listing: direct %v, %v", direct, err)
 	}
 
 	proxy.Partition()
-	direct, err, took := list(200 * time.Millisecond)
+	direct, took, err := list(200 * time.Millisecond)
 	if !direct || !errors.Is(err, context.DeadlineExceeded) || took > time.Second {
 		t.Fatalf("listing while partitioned: direct %v, %v after %v; want the context's deadline", direct, err, took)
 	}
@@ -162,14 +162,14 @@ func TestDirectRequestFaults(t *testing.T) {
 	directAgain := func() {
 		t.Helper()
 		locktest.Eventually(t, 10*time.Second, "a direct listing", func() bool {
-			direct, err, _ := list(time.Second)
+			direct, _, err := list(time.Second)
 			return direct && err == nil
 		})
 	}
 	directAgain()
 
 	proxy.LoseNextReply(zktest.OpGetChildren)
-	if direct, err, took := list(5 * time.Second); !direct || !errors.Is(err, zk.ErrConnectionClosed) {
+	if direct, took, err := list(5 * time.Second); !direct || !errors.Is(err, zk.ErrConnectionClosed) {
 		t.Fatalf("listing whose reply is lost: direct %v, %v after %v; want a connection loss", direct, err, took)
 	}
 	directAgain()
