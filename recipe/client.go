@@ -313,9 +313,11 @@ func (c *Client) goroutine(fn func()) bool {
 	return true
 }
 
-// mapClosed turns go-zookeeper's errors after Close into ErrClosed.
+// mapClosed turns go-zookeeper's errors after Close into ErrClosed. An
+// error it already turned is left as it is.
 func (c *Client) mapClosed(err error) error {
-	if err != nil && (errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed)) && c.isClosed() {
+	if err != nil && !errors.Is(err, ErrClosed) &&
+		(errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed)) && c.isClosed() {
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return err

@@ -123,21 +123,12 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		if len(p) >= readBufferSize {
-			n, err := t.Conn.Read(p)
-			t.note(p[:n])
-			if err != nil {
-				t.fail()
-			}
-			return n, err
+			return t.readConn(p)
 		}
 		if t.rbuf == nil {
 			t.rbuf = make([]byte, readBufferSize)
 		}
-		n, err := t.Conn.Read(t.rbuf)
-		t.note(t.rbuf[:n])
-		if err != nil {
-			t.fail()
-		}
+		n, err := t.readConn(t.rbuf)
 		t.r, t.w = 0, n
 		if n == 0 {
 			return 0, err
@@ -149,12 +140,18 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// fail ends the connection on a failed read, as go-zookeeper does once it
-// sees the error: the direct requests waiting on it fail, and a direct
-// write blocked on it ends.
-func (t *trackedConn) fail() {
-	t.tap.failDirect()
-	t.Conn.Close()
+// readConn reads from the connection into b and notes what came. A failed
+// read ends the connection, as go-zookeeper does once it sees the error:
+// the direct requests waiting on it fail, and a direct write blocked on it
+// ends.
+func (t *trackedConn) readConn(b []byte) (int, error) {
+	n, err := t.Conn.Read(b)
+	t.note(b[:n])
+	if err != nil {
+		t.tap.failDirect()
+		t.Conn.Close()
+	}
+	return n, err
 }
 
 // note follows bytes read from the server.

@@ -73,6 +73,15 @@ func (d *directCall) wait(ctx context.Context) ([]byte, error) {
 	}
 }
 
+// children is the listing an answered getChildren request brought, or its
+// error.
+func (d *directCall) children() ([]string, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	return parseChildren(d.body)
+}
+
 // errMalformedReply is the error of a direct reply whose body does not
 // parse.
 var errMalformedReply = errors.New("recipe: malformed reply from the server")
@@ -84,11 +93,10 @@ func (c *Client) directChildren(ctx context.Context, dir string) (names []string
 	if !ok || err != nil {
 		return nil, ok, err
 	}
-	body, err := call.wait(ctx)
-	if err != nil {
+	if _, err := call.wait(ctx); err != nil {
 		return nil, true, c.mapClosed(err)
 	}
-	names, err = parseChildren(body)
+	names, err = call.children()
 	return names, true, err
 }
 

@@ -197,3 +197,17 @@ func TestDirectXids(t *testing.T) {
 		}
 	}
 }
+
+// An error mapped to ErrClosed once (a direct write that failed as the
+// client closed, say) is not wrapped again by the caller that maps its
+// reads' errors.
+func TestMapClosedOnce(t *testing.T) {
+	c := &Client{closed: true}
+	once := c.mapClosed(zk.ErrConnectionClosed)
+	if !errors.Is(once, ErrClosed) || !errors.Is(once, zk.ErrConnectionClosed) {
+		t.Fatalf("mapClosed = %v, want ErrClosed wrapping the connection loss", once)
+	}
+	if twice := c.mapClosed(once); twice != once {
+		t.Fatalf("mapped again: %q, was %q", twice, once)
+	}
+}

@@ -15,10 +15,7 @@ import (
 func (c *Client) children(ctx context.Context, dir string) ([]string, error) {
 	c.stats.lists.Add(1)
 	if names, ok, err := c.directChildren(ctx, dir); ok {
-		if err != nil {
-			return nil, err
-		}
-		return names, nil
+		return names, err
 	}
 	var names []string
 	err := c.call(ctx, func() (err error) {
@@ -253,10 +250,7 @@ func (c *Client) readBehind(ctx context.Context, req createRequest) (q *queueRea
 	} else if ok {
 		reads = append(reads, call.done)
 		listed = func() (err error) {
-			if call.err != nil {
-				return call.err
-			}
-			q.names, err = parseChildren(call.body)
+			q.names, err = call.children()
 			return err
 		}
 	} else {
