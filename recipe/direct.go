@@ -43,6 +43,7 @@ import (
 
 const (
 	opDelete      = 2
+	opGetData     = 4
 	opGetChildren = 8
 
 	directXidGap = 1 << 30
@@ -54,6 +55,7 @@ const (
 // carried or the connection's failure).
 type directCall struct {
 	done chan struct{}
+	zxid int64 // the reply's
 	body []byte
 	err  error
 
@@ -68,7 +70,7 @@ func (d *directCall) wait(ctx context.Context) ([]byte, error) {
 	case <-d.done:
 		return d.body, d.err
 	case <-ctx.Done():
-		d.t.tap.forget(d.xid)
+		d.t.tap.forget(d)
 		return nil, ctx.Err()
 	}
 }
@@ -82,6 +84,39 @@ func (d *directCall) children() ([]string, error) {
 	return parseChildren(d.body)
 }
 
+// path is the path an answered create request returned, or its error.
+func (d *directCall) path() (string, error) {
+	if d.err != nil {
+		return "", d.err
+	}
+	if len(d.body) < 4 {
+		return "", errMalformedReply
+	}
+	n := int(int32(binary.BigEndian.Uint32(d.body)))
+	if n < 0 || n > len(d.body)-4 {
+		return "", errMalformedReply
+	}
+	return string(d.body[4 : 4+n]), nil
+}
+
+// data is the data an answered getData request returned, or its error.
+func (d *directCall) data() ([]byte, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.body) < 4 {
+		return nil, errMalformedReply
+	}
+	n := int(int32(binary.BigEndian.Uint32(d.body)))
+	switch {
+	case n < 0:
+		return nil, nil
+	case n > len(d.body)-4:
+		return nil, errMalformedReply
+	}
+	return d.body[4 : 4+n], nil
+}
+
 // errMalformedReply is the error of a direct reply whose body does not
 // parse.
 var errMalformedReply = errors.New("recipe: malformed reply from the server")
@@ -89,39 +124,128 @@ var errMalformedReply = errors.New("recipe: malformed reply from the server")
 // directChildren lists dir with a direct request. ok is false when no
 // connection can take one now: the caller asks go-zookeeper instead.
 func (c *Client) directChildren(ctx context.Context, dir string) (names []string, ok bool, err error) {
-	call, ok, err := c.sendDirect(ctx, opGetChildren, dir, noWatch...)
+	calls, ok, err := c.sendDirect(ctx, directReq{opGetChildren, dir, noWatch})
 	if !ok || err != nil {
 		return nil, ok, err
 	}
-	if _, err := call.wait(ctx); err != nil {
+	if _, err := calls[0].wait(ctx); err != nil {
 		return nil, true, c.mapClosed(err)
 	}
-	names, err = call.children()
+	names, err = calls[0].children()
 	return names, true, err
 }
 
 // directDelete deletes path, whatever its version, with a direct request;
 // ok as for directChildren.
 func (c *Client) directDelete(ctx context.Context, path string) (ok bool, err error) {
-	call, ok, err := c.sendDirect(ctx, opDelete, path, anyVersion...)
+	calls, ok, err := c.sendDirect(ctx, directReq{opDelete, path, anyVersion})
 	if !ok || err != nil {
 		return ok, err
 	}
-	_, err = call.wait(ctx)
+	_, err = calls[0].wait(ctx)
 	return true, c.mapClosed(err)
 }
 
-// What follows the path in a getChildren request (the watch flag) and in
-// a delete (the version).
+// What follows the path in a getChildren or getData request (the watch
+// flag) and in a delete (the version).
 var (
 	noWatch    = []byte{0}
 	anyVersion = []byte{0xff, 0xff, 0xff, 0xff} // -1
 )
 
-// sendDirect writes the request op, for path and with tail after it, on
-// the client's connection. ok is false when no connection can take a
-// direct request now; err is set when the request could not be written.
-func (c *Client) sendDirect(ctx context.Context, op int32, path string, tail ...byte) (call *directCall, ok bool, err error) {
+// directCreate is createThenRead with direct requests: the create and,
+// with req.behind, the reads of the queue go out in one write, so the
+// server, which answers a session's requests in order, reads after it
+// created the node. The create's zxid comes with its reply. ok is false
+// when the connection takes no direct request now.
+func (c *Client) directCreate(ctx context.Context, req createRequest) (res createResult, ok bool, err error) {
+	reqs := make([]directReq, 1, 3)
+	reqs[0] = directReq{opCreate, req.paths[0], c.createTail(req.data)}
+	if req.behind {
+		c.stats.lists.Add(1)
+		reqs = append(reqs, directReq{opGetChildren, req.dir, noWatch})
+		if req.readDir {
+			c.stats.reads.Add(1)
+			reqs = append(reqs, directReq{opGetData, req.dir, noWatch})
+		}
+	}
+	calls, ok, err := c.sendDirect(ctx, reqs...)
+	if !ok || err != nil {
+		return createResult{}, ok, err
+	}
+	create, reads := calls[0], calls[1:]
+	select {
+	case <-create.done:
+	case <-ctx.Done():
+		// The create stays expected: its reply, or the end of the
+		// connection, closes done, and cleanup may then look for the node.
+		create.t.tap.forget(reads...)
+		return createResult{inflight: create.done}, true, ctx.Err()
+	}
+	path, err := create.path()
+	if errors.Is(err, errMalformedReply) {
+		// The node's name is unknown: the outcome is, as after a lost reply.
+		create.t.Close()
+		err = fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+	}
+	if err != nil {
+		create.t.tap.forget(reads...)
+		return createResult{}, true, c.mapClosed(err)
+	}
+	res = createResult{nodes: []string{path}, zxids: []int64{create.zxid}}
+	for _, r := range reads {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			create.t.tap.forget(reads...)
+			return res, true, nil // the caller reads again, or gives up
+		}
+	}
+	if len(reads) > 0 {
+		q := &queueRead{}
+		q.names, q.errL = reads[0].children()
+		q.errL = c.mapClosed(q.errL)
+		if len(reads) > 1 {
+			q.dirData, q.errD = reads[1].data()
+			q.errD = c.mapClosed(q.errD)
+		}
+		res.read = q
+	}
+	return res, true, nil
+}
+
+// createTail is what follows the path in the request that creates an
+// ephemeral sequential node holding data, with the client's ACL.
+func (c *Client) createTail(data []byte) []byte {
+	n := 4 + len(data) + 4 + 4
+	for _, a := range c.cfg.acl {
+		n += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
+	}
+	b := make([]byte, 0, n)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
+	b = append(b, data...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.cfg.acl)))
+	for _, a := range c.cfg.acl {
+		b = binary.BigEndian.AppendUint32(b, uint32(a.Perms))
+		b = appendString(b, a.Scheme)
+		b = appendString(b, a.ID)
+	}
+	return binary.BigEndian.AppendUint32(b, uint32(ephemeralSequential))
+}
+
+// directReq is one request of a direct write: its opcode, its path and
+// what follows the path.
+type directReq struct {
+	op   int32
+	path string
+	tail []byte
+}
+
+// sendDirect writes reqs on the client's connection, in order and in one
+// write, and returns their calls in the same order. ok is false when no
+// connection can take direct requests now; err is set when they could not
+// be written.
+func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*directCall, ok bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, true, err
 	}
@@ -129,53 +253,134 @@ func (c *Client) sendDirect(ctx context.Context, op int32, path string, tail ...
 	if t == nil {
 		return nil, false, nil
 	}
-	call, ok = t.tap.expectReply(c.cfg.authUser != "")
-	if !ok {
-		return nil, false, nil
+	calls = make([]*directCall, len(reqs))
+	size := 0
+	for i, r := range reqs {
+		call, ok := t.tap.expectReply(c.cfg.authUser != "")
+		if !ok {
+			t.tap.forget(calls[:i]...)
+			return nil, false, nil
+		}
+		call.t = t
+		calls[i] = call
+		size += 4 + 8 + 4 + len(r.path) + len(r.tail)
 	}
-	call.t = t
-	n := 8 + 4 + len(path) + len(tail) // xid, opcode, path, tail
-	frame := make([]byte, 0, 4+n)
-	frame = binary.BigEndian.AppendUint32(frame, uint32(n))
-	frame = binary.BigEndian.AppendUint32(frame, uint32(call.xid))
-	frame = binary.BigEndian.AppendUint32(frame, uint32(op))
-	frame = append(appendString(frame, path), tail...)
-	if ok, err := t.writeDirect(frame); !ok || err != nil {
-		t.tap.forget(call.xid)
+	frames := make([]byte, 0, size)
+	for i, r := range reqs {
+		n := 8 + 4 + len(r.path) + len(r.tail) // xid, opcode, path, tail
+		frames = binary.BigEndian.AppendUint32(frames, uint32(n))
+		frames = binary.BigEndian.AppendUint32(frames, uint32(calls[i].xid))
+		frames = binary.BigEndian.AppendUint32(frames, uint32(r.op))
+		frames = append(appendString(frames, r.path), r.tail...)
+	}
+	if ok, err := t.writeDirect(frames); !ok || err != nil {
+		t.tap.forget(calls...)
 		return nil, ok, c.mapClosed(err)
 	}
-	return call, true, nil
+	return calls, true, nil
 }
 
-// writeDirect writes one whole frame of a direct request if no other
-// writer has the connection now; ok is false when one has (the request then
-// goes through go-zookeeper, whose send loop takes its turn: many callers
-// at once are better served by one writer than by each waiting for the
-// others). The write itself takes no deadline of its own: it can only block
-// while the server reads nothing, and then go-zookeeper's read deadline
-// fails the connection, which Read closes, ending the write. A failed write
-// may have left half a frame: the connection is closed.
-func (t *trackedConn) writeDirect(frame []byte) (ok bool, err error) {
-	select {
-	case t.wturn <- struct{}{}:
-	default:
+// writeDirect writes the whole frames of direct requests. If another
+// writer has the connection now, the frames are queued for it: it writes
+// them, with any others queued meanwhile, in one write once its own is
+// done, so many callers at once cost one system call rather than one each
+// and none of them waits for the connection. ok is false when the queue
+// is full (the request then goes through go-zookeeper).
+//
+// The write takes no deadline of its own: it can only block while the
+// server reads nothing, and then go-zookeeper's read deadline fails the
+// connection, which Read closes, ending the write. A failed write may have
+// left half a frame: the connection is closed, which fails the requests
+// waiting on it, queued ones included, and every later direct write.
+func (t *trackedConn) writeDirect(frames []byte) (ok bool, err error) {
+	t.wmu.Lock()
+	switch {
+	case t.wbroken:
+		t.wmu.Unlock()
+		return true, errDirectWrite
+	case t.writing && len(t.queued)+len(frames) > maxQueuedDirect:
+		t.wmu.Unlock()
 		return false, nil
+	case t.writing:
+		t.noteDirect(frames)
+		t.queued = append(t.queued, frames...)
+		t.wmu.Unlock()
+		return true, nil
 	}
-	defer func() { <-t.wturn }()
-	t.tap.noteDirectWrite(frame)
-	if _, err := t.Conn.Write(frame); err != nil {
-		t.Conn.Close()
-		return true, fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+	t.writing = true
+	t.wmu.Unlock()
+	t.noteDirect(frames)
+	_, err = t.Conn.Write(frames)
+	t.wmu.Lock()
+	t.wrote(err)
+	if err != nil {
+		return true, fmt.Errorf("%w: %w", errDirectWrite, err)
 	}
 	return true, nil
 }
 
-// Write writes one of go-zookeeper's frames, in turn with direct requests.
+// maxQueuedDirect bounds the bytes of direct requests queued for the
+// writer that has the connection.
+const maxQueuedDirect = 64 << 10
+
+// errDirectWrite is the error of a direct write on a connection whose
+// writes failed.
+var errDirectWrite = fmt.Errorf("recipe: write failed: %w", zk.ErrConnectionClosed)
+
+// noteDirect notes each frame of frames with the tap.
+func (t *trackedConn) noteDirect(frames []byte) {
+	for f := frames; len(f) >= 4; {
+		n := 4 + int(binary.BigEndian.Uint32(f))
+		t.tap.noteDirectWrite(f[:n])
+		f = f[n:]
+	}
+}
+
+// wrote ends a writer's turn, whose write returned err: the writer writes
+// what was queued meanwhile, until nothing is or go-zookeeper's writer
+// waits for its turn (which then writes the rest after its own frame), and
+// gives the connection up. It is called with wmu held and returns with it
+// unlocked.
+func (t *trackedConn) wrote(err error) {
+	for {
+		if err != nil && !t.wbroken {
+			t.wbroken = true
+			t.Conn.Close()
+		}
+		if len(t.queued) == 0 || t.wbroken || t.zkWaiting > 0 {
+			break
+		}
+		b := t.queued
+		t.queued = t.spare[:0]
+		t.wmu.Unlock()
+		_, err = t.Conn.Write(b)
+		t.wmu.Lock()
+		t.spare = b[:0]
+	}
+	if t.wbroken {
+		t.queued = t.queued[:0] // their requests fail with the connection
+	}
+	t.writing = false
+	t.wfree.Signal()
+	t.wmu.Unlock()
+}
+
+// Write writes one of go-zookeeper's frames, in turn with direct requests,
+// and then the direct requests queued meanwhile.
 func (t *trackedConn) Write(p []byte) (int, error) {
-	t.wturn <- struct{}{}
-	defer func() { <-t.wturn }()
+	t.wmu.Lock()
+	t.zkWaiting++
+	for t.writing {
+		t.wfree.Wait()
+	}
+	t.zkWaiting--
+	t.writing = true
+	t.wmu.Unlock()
 	t.tap.noteWrite(p)
-	return t.Conn.Write(p)
+	n, err := t.Conn.Write(p)
+	t.wmu.Lock()
+	t.wrote(err)
+	return n, err
 }
 
 // Close fails the direct requests waiting on the connection and closes it.
@@ -217,19 +422,21 @@ func (w *wireTap) lastWritten() int32 {
 	return w.lastXid
 }
 
-// forget drops a direct request whose caller stopped waiting.
-func (w *wireTap) forget(xid int32) {
+// forget drops direct requests whose caller stopped waiting.
+func (w *wireTap) forget(calls ...*directCall) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.direct, xid)
+	for _, call := range calls {
+		delete(w.direct, call.xid)
+	}
 }
 
-// answer hands the reply to the direct request xid to its caller, if it
-// still waits. It must be called with w.mu held.
-func (w *wireTap) answer(xid int32, body []byte, err error) {
+// answer hands the reply to the direct request xid, with the reply's zxid,
+// to its caller, if it still waits. It must be called with w.mu held.
+func (w *wireTap) answer(xid int32, zxid int64, body []byte, err error) {
 	if call, ok := w.direct[xid]; ok {
 		delete(w.direct, xid)
-		call.body, call.err = body, err
+		call.zxid, call.body, call.err = zxid, body, err
 		close(call.done)
 	}
 }
@@ -241,7 +448,7 @@ func (w *wireTap) failDirect() {
 	defer w.mu.Unlock()
 	w.dead = true
 	for xid := range w.direct {
-		w.answer(xid, nil, zk.ErrConnectionClosed)
+		w.answer(xid, 0, nil, zk.ErrConnectionClosed)
 	}
 }
 

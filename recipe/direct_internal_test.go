@@ -1,10 +1,14 @@
 package recipe
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -33,6 +37,44 @@ func TestParseChildren(t *testing.T) {
 		if !tc.ok && !errors.Is(err, errMalformedReply) {
 			t.Errorf("%s: error %v is not errMalformedReply", tc.name, err)
 		}
+	}
+}
+
+// A create's reply is the node's path; a getData's, the data then a stat.
+func TestParsePathAndData(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		want   string
+		ok     bool
+		dataOK bool // a negative length is null data, not a path
+	}{
+		{"path", jstr("/a/lock-0000000001"), "/a/lock-0000000001", true, true},
+		{"path and more", append(jstr("/x"), 1, 2), "/x", true, true},
+		{"empty", jstr(""), "", true, true},
+		{"no length", []byte{0, 0, 0}, "", false, false},
+		{"past the body", append(i32(9), 'x'), "", false, false},
+		{"negative length", i32(-3), "", false, true},
+	} {
+		call := &directCall{body: tc.body}
+		got, err := call.path()
+		if tc.ok != (err == nil) || got != tc.want || (!tc.ok && !errors.Is(err, errMalformedReply)) {
+			t.Errorf("%s: path = %q, %v; want %q, ok %v", tc.name, got, err, tc.want, tc.ok)
+		}
+		data, err := call.data()
+		if tc.dataOK != (err == nil) || string(data) != tc.want {
+			t.Errorf("%s: data = %q, %v; want %q, ok %v", tc.name, data, err, tc.want, tc.dataOK)
+		}
+	}
+	if data, err := (&directCall{body: i32(-1)}).data(); data != nil || err != nil {
+		t.Errorf("null data = %q, %v; want nil, nil", data, err)
+	}
+	failed := &directCall{err: zk.ErrNoNode, body: jstr("/x")}
+	if _, err := failed.path(); err != zk.ErrNoNode {
+		t.Errorf("failed create: %v", err)
+	}
+	if _, err := failed.data(); err != zk.ErrNoNode {
+		t.Errorf("failed read: %v", err)
 	}
 }
 
@@ -84,11 +126,15 @@ func TestDirectReplies(t *testing.T) {
 		goneCall, _ := w.expectReply(false)
 		lateCall, _ := w.expectReply(false)
 		leftCall, _ := w.expectReply(false)
+		createCall, _ := w.expectReply(false)
+		dataCall, _ := w.expectReply(false)
 		del, gone, late, left := delCall.xid, goneCall.xid, lateCall.xid, leftCall.xid
-		w.forget(late) // its caller stopped waiting
+		w.forget(lateCall) // its caller stopped waiting
 		for _, x := range []int32{list, del, gone, late, left} {
 			w.noteDirectWrite(request(x, opGetChildren, jstr("/a"), []byte{0}))
 		}
+		w.noteDirectWrite(request(createCall.xid, opCreate, jstr("/a/_c_y-lock-"), jstr(""), i32(0), i32(3)))
+		w.noteDirectWrite(request(dataCall.xid, opGetData, jstr("/a"), []byte{0}))
 		var stream []byte
 		for _, r := range [][]byte{
 			reply(list, 0x100000007, 0, i32(2), jstr("lock-0000000001"), jstr("lock-0000000002")),
@@ -97,6 +143,8 @@ func TestDirectReplies(t *testing.T) {
 			reply(del, 0x100000009, 0),
 			reply(gone, 0x100000009, -101),
 			reply(late, 0x100000009, 0, i32(1), jstr("x")),
+			reply(createCall.xid, 0x10000000a, 0, jstr("/a/_c_y-lock-0000000004")),
+			reply(dataCall.xid, 0x10000000a, 0, jstr("abc"), make([]byte, 68)), // data, then its stat
 		} {
 			stream = append(stream, r...)
 		}
@@ -118,6 +166,17 @@ func TestDirectReplies(t *testing.T) {
 		}
 		if r := answered(t, goneCall); !errors.Is(r.err, zk.ErrNoNode) {
 			t.Fatalf("trial %d: missing node: %v", trial, r.err)
+		}
+		if r := answered(t, createCall); r.zxid != 0x10000000a {
+			t.Fatalf("trial %d: direct create's zxid %x", trial, r.zxid)
+		} else if p, err := r.path(); err != nil || p != "/a/_c_y-lock-0000000004" {
+			t.Fatalf("trial %d: direct create: %q, %v", trial, p, err)
+		}
+		if _, ok := z.take("/a/_c_y-lock-0000000004"); ok {
+			t.Fatalf("trial %d: a direct create was noted for go-zookeeper's Create", trial)
+		}
+		if d, err := answered(t, dataCall).data(); err != nil || string(d) != "abc" {
+			t.Fatalf("trial %d: direct read: %q, %v", trial, d, err)
 		}
 		if isDone(lateCall) {
 			t.Fatalf("trial %d: a forgotten request was answered", trial)
@@ -209,5 +268,103 @@ func TestMapClosedOnce(t *testing.T) {
 	}
 	if twice := c.mapClosed(once); twice != once {
 		t.Fatalf("mapped again: %q, was %q", twice, once)
+	}
+}
+
+// gatedConn records each write; a write waits at the gate while the gate
+// is closed, and fails with failNext set.
+type gatedConn struct {
+	net.Conn
+	mu       sync.Mutex
+	writes   [][]byte
+	gate     chan struct{} // a write waits until it can receive
+	entered  chan struct{} // told of each write as it starts
+	failNext bool
+	closed   bool
+}
+
+func (g *gatedConn) Write(p []byte) (int, error) {
+	g.entered <- struct{}{}
+	<-g.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failNext {
+		g.failNext = false
+		return 0, errors.New("broken pipe")
+	}
+	g.writes = append(g.writes, slices.Clone(p))
+	return len(p), nil
+}
+
+func (g *gatedConn) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	return nil
+}
+
+// Direct frames that find another writer on the connection are queued for
+// it, and it writes them all in one write after its own; go-zookeeper's
+// writer waiting for its turn goes first, then writes the queue. A full
+// queue sends the caller to go-zookeeper, and a failed write fails every
+// later direct write.
+func TestDirectWritesQueue(t *testing.T) {
+	g := &gatedConn{gate: make(chan struct{}), entered: make(chan struct{}, 16)}
+	tc := &trackedConn{Conn: g, tap: wireTap{wrote: true}}
+	tc.wfree.L = &tc.wmu
+	fa := request(1<<30, opGetChildren, jstr("/a"), []byte{0})
+	fb := request(1<<30+1, opDelete, jstr("/a/b"), i32(-1))
+	fc := request(1<<30+2, opGetChildren, jstr("/c"), []byte{0})
+	fz := request(7, opCreate, jstr("/a/x"), jstr(""), i32(0), i32(3))
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := tc.writeDirect(fa)
+		first <- err
+	}()
+	<-g.entered // fa's write waits at the gate
+	for _, f := range [][]byte{fb, fc} {
+		if ok, err := tc.writeDirect(f); !ok || err != nil {
+			t.Fatalf("queued write: %v, %v", ok, err)
+		}
+	}
+	zkDone := make(chan error, 1)
+	go func() {
+		_, err := tc.Write(fz)
+		zkDone <- err
+	}()
+	for waiting := 0; waiting == 0; {
+		time.Sleep(time.Millisecond)
+		tc.wmu.Lock()
+		waiting = tc.zkWaiting
+		tc.wmu.Unlock()
+	}
+	if ok, _ := tc.writeDirect(make([]byte, maxQueuedDirect)); ok {
+		t.Fatal("a full queue took more")
+	}
+	close(g.gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-zkDone; err != nil {
+		t.Fatal(err)
+	}
+	want := [][]byte{fa, fz, append(slices.Clone(fb), fc...)}
+	if !slices.EqualFunc(g.writes, want, bytes.Equal) {
+		t.Fatalf("writes %q, want %q", g.writes, want)
+	}
+	tc.wmu.Lock()
+	idle := !tc.writing && len(tc.queued) == 0
+	tc.wmu.Unlock()
+	if !idle {
+		t.Fatal("the connection was left taken or with frames queued")
+	}
+
+	g.failNext = true
+	if ok, err := tc.writeDirect(fa); !ok || !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("failed write: %v, %v", ok, err)
+	}
+	if ok, err := tc.writeDirect(fb); !ok || !errors.Is(err, zk.ErrConnectionClosed) || !g.closed {
+		t.Fatalf("after a failed write: %v, %v (closed %v)", ok, err, g.closed)
 	}
 }

@@ -187,6 +187,10 @@ func (c *Client) createThenRead(ctx context.Context, req createRequest) (createR
 	if err := ctx.Err(); err != nil {
 		return createResult{}, err
 	}
+	c.stats.creates.Add(1)
+	if res, ok, err := c.directCreate(ctx, req); ok {
+		return res, err
+	}
 	path := req.paths[0]
 	var written <-chan struct{} // nil: never
 	if req.behind {
@@ -195,7 +199,6 @@ func (c *Client) createThenRead(ctx context.Context, req createRequest) (createR
 		written = w
 	}
 	var out string // written by the request, read once it is done
-	c.stats.creates.Add(1)
 	cr := c.start(func() (err error) {
 		out, err = c.zk.Create(path, req.data, ephemeralSequential, c.cfg.acl)
 		return err
@@ -244,13 +247,13 @@ func (c *Client) readBehind(ctx context.Context, req createRequest) (q *queueRea
 	q = &queueRead{}
 	c.stats.lists.Add(1)
 	var listed func() error
-	if call, ok, err := c.sendDirect(ctx, opGetChildren, req.dir, noWatch...); ok && err != nil {
+	if calls, ok, err := c.sendDirect(ctx, directReq{opGetChildren, req.dir, noWatch}); ok && err != nil {
 		reads = append(reads, closedChan)
 		listed = func() error { return err }
 	} else if ok {
-		reads = append(reads, call.done)
+		reads = append(reads, calls[0].done)
 		listed = func() (err error) {
-			q.names, err = call.children()
+			q.names, err = calls[0].children()
 			return err
 		}
 	} else {

@@ -211,7 +211,7 @@ func (w *wireTap) noteRead(p []byte) {
 			if w.bodyWant == 0 && w.forDirect {
 				w.forDirect = false
 				w.mu.Lock()
-				w.answer(w.directXid, w.body, nil)
+				w.answer(w.directXid, w.zxid, w.body, nil)
 				w.mu.Unlock()
 				w.body = nil // handed over
 			} else if w.bodyWant == 0 {
@@ -262,7 +262,7 @@ func (w *wireTap) frame() {
 	delete(w.sent, w.xid)
 	_, direct := w.direct[w.xid]
 	if direct && (errCode != 0 || rest == 0) {
-		w.answer(w.xid, nil, replyError(errCode))
+		w.answer(w.xid, w.zxid, nil, replyError(errCode))
 		direct = false // answered: the frame is skipped
 	}
 	w.mu.Unlock()

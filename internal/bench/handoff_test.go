@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 var (
 	handoff       = flag.Bool("handoff", false, "run TestHandoffBreakdown (about 6 s per round)")
 	handoffRounds = flag.Int("handoff.rounds", 2, "rounds of TestHandoffBreakdown")
+	handoffKinds  = flag.String("handoff.kinds", "zk.Lock,mutex", "the locks TestHandoffBreakdown runs, in order (one alone, to profile it with -cpuprofile)")
 )
 
 // wireClock sits under a client's connection and times a contended
@@ -117,7 +119,10 @@ func TestHandoffBreakdown(t *testing.T) {
 	}
 	srv := zktest.Shared(t)
 	for round := range *handoffRounds {
-		for _, kind := range []string{"zk.Lock", "mutex"} {
+		for _, kind := range strings.Split(*handoffKinds, ",") {
+			if kind != "zk.Lock" && kind != "mutex" {
+				t.Fatalf("-handoff.kinds: %q is neither zk.Lock nor mutex", kind)
+			}
 			w := &wireClock{}
 			var ls []locker
 			path := fmt.Sprintf("/handoff-%s-%d", kind, round)
