@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -38,8 +37,8 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 			return nil, err
 		}
 		c.dials.Add(1)
-		t := &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, written: &c.createWrites, proof: c.heardAt, now: c.monotonic}}
-		t.wfree.L = &t.wmu
+		t := &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, written: &c.createWrites, proof: c.heardAt, now: c.monotonic},
+			wturn: make(chan struct{}, 1)}
 		if prev := c.liveConn.Load(); prev != nil {
 			// go-zookeeper's xids run on across connections: direct
 			// requests keep away from them on this one too.
@@ -108,14 +107,8 @@ type trackedConn struct {
 	rerr error // error of the read that filled the buffer, returned once it is drained
 
 	// Writes, go-zookeeper's and direct requests' (see direct.go), take
-	// turns, under wmu.
-	wmu       sync.Mutex
-	wfree     sync.Cond // signalled when writing ends; its L is &wmu
-	writing   bool      // a writer has the connection
-	zkWaiting int       // go-zookeeper writers waiting for their turn
-	queued    []byte    // direct requests' frames for the writer to write
-	spare     []byte    // the buffer queued had before the writer took it
-	wbroken   bool      // a write failed: the connection is closed
+	// turns: a writer holds wturn's one slot.
+	wturn chan struct{}
 }
 
 // readBufferSize is the size of a connection's read buffer. Frames larger

@@ -13,11 +13,12 @@ import (
 // caller whose context can end hands each one to a worker (workers.go) and
 // waits for the worker or its context: two goroutine switches per request
 // on top of go-zookeeper's own two. The requests of every acquire and
-// hand-off (the listing sent behind a create, the listing a waiter makes
-// when the node it waits on goes, and the delete that releases) are
-// instead written on the connection by the caller itself, and their
-// replies are taken by the wire tap as go-zookeeper reads them and handed
-// straight to the caller:
+// hand-off (the create of a single node and the reads sent behind it, in
+// one write; the listing a waiter makes when the node it waits on goes;
+// the delete that releases) are instead written on the connection by the
+// caller itself, and their replies are taken by the wire tap as
+// go-zookeeper reads them and handed straight to the caller (a create's
+// zxid, the fencing token, with its reply):
 //
 //   - a direct request gets an xid 2^30 away from the last one go-zookeeper
 //     wrote, which go-zookeeper reaches only after a billion requests more,
@@ -38,8 +39,10 @@ import (
 //     sent them again) and once it has failed, requests go through
 //     go-zookeeper as before.
 //
-// The frames are plain getChildren and delete requests; go-zookeeper's own
-// frames are not altered.
+// The frames are plain create (ephemeral sequential, with the client's
+// ACL), getData, getChildren and delete requests; go-zookeeper's own frames
+// are not altered. Watches are still set through go-zookeeper, which keeps
+// them across reconnects.
 
 const (
 	opDelete      = 2
@@ -280,107 +283,39 @@ func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*di
 	return calls, true, nil
 }
 
-// writeDirect writes the whole frames of direct requests. If another
-// writer has the connection now, the frames are queued for it: it writes
-// them, with any others queued meanwhile, in one write once its own is
-// done, so many callers at once cost one system call rather than one each
-// and none of them waits for the connection. ok is false when the queue
-// is full (the request then goes through go-zookeeper).
-//
-// The write takes no deadline of its own: it can only block while the
-// server reads nothing, and then go-zookeeper's read deadline fails the
-// connection, which Read closes, ending the write. A failed write may have
-// left half a frame: the connection is closed, which fails the requests
-// waiting on it, queued ones included, and every later direct write.
+// writeDirect writes the whole frames of direct requests if no other
+// writer has the connection now; ok is false when one has (the requests
+// then go through go-zookeeper, whose send loop takes its turn: many
+// callers at once are better served by one writer than by each waiting for
+// the others). The write itself takes no deadline of its own: it can only
+// block while the server reads nothing, and then go-zookeeper's read
+// deadline fails the connection, which Read closes, ending the write. A
+// failed write may have left half a frame: the connection is closed.
 func (t *trackedConn) writeDirect(frames []byte) (ok bool, err error) {
-	t.wmu.Lock()
-	switch {
-	case t.wbroken:
-		t.wmu.Unlock()
-		return true, errDirectWrite
-	case t.writing && len(t.queued)+len(frames) > maxQueuedDirect:
-		t.wmu.Unlock()
+	select {
+	case t.wturn <- struct{}{}:
+	default:
 		return false, nil
-	case t.writing:
-		t.noteDirect(frames)
-		t.queued = append(t.queued, frames...)
-		t.wmu.Unlock()
-		return true, nil
 	}
-	t.writing = true
-	t.wmu.Unlock()
-	t.noteDirect(frames)
-	_, err = t.Conn.Write(frames)
-	t.wmu.Lock()
-	t.wrote(err)
-	if err != nil {
-		return true, fmt.Errorf("%w: %w", errDirectWrite, err)
-	}
-	return true, nil
-}
-
-// maxQueuedDirect bounds the bytes of direct requests queued for the
-// writer that has the connection.
-const maxQueuedDirect = 64 << 10
-
-// errDirectWrite is the error of a direct write on a connection whose
-// writes failed.
-var errDirectWrite = fmt.Errorf("recipe: write failed: %w", zk.ErrConnectionClosed)
-
-// noteDirect notes each frame of frames with the tap.
-func (t *trackedConn) noteDirect(frames []byte) {
+	defer func() { <-t.wturn }()
 	for f := frames; len(f) >= 4; {
 		n := 4 + int(binary.BigEndian.Uint32(f))
 		t.tap.noteDirectWrite(f[:n])
 		f = f[n:]
 	}
+	if _, err := t.Conn.Write(frames); err != nil {
+		t.Conn.Close()
+		return true, fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+	}
+	return true, nil
 }
 
-// wrote ends a writer's turn, whose write returned err: the writer writes
-// what was queued meanwhile, until nothing is or go-zookeeper's writer
-// waits for its turn (which then writes the rest after its own frame), and
-// gives the connection up. It is called with wmu held and returns with it
-// unlocked.
-func (t *trackedConn) wrote(err error) {
-	for {
-		if err != nil && !t.wbroken {
-			t.wbroken = true
-			t.Conn.Close()
-		}
-		if len(t.queued) == 0 || t.wbroken || t.zkWaiting > 0 {
-			break
-		}
-		b := t.queued
-		t.queued = t.spare[:0]
-		t.wmu.Unlock()
-		_, err = t.Conn.Write(b)
-		t.wmu.Lock()
-		t.spare = b[:0]
-	}
-	if t.wbroken {
-		t.queued = t.queued[:0] // their requests fail with the connection
-	}
-	t.writing = false
-	t.wfree.Signal()
-	t.wmu.Unlock()
-}
-
-// Write writes one of go-zookeeper's frames, in turn with direct requests,
-// and then the direct requests queued meanwhile.
+// Write writes one of go-zookeeper's frames, in turn with direct requests.
 func (t *trackedConn) Write(p []byte) (int, error) {
-	t.wmu.Lock()
-	t.zkWaiting++
-	for t.writing {
-		t.wfree.Wait()
-	}
-	t.zkWaiting--
-	t.writing = true
-	t.wmu.Unlock()
+	t.wturn <- struct{}{}
+	defer func() { <-t.wturn }()
 	t.tap.noteWrite(p)
-	n, err := t.Conn.Write(p)
-	t.wmu.Lock()
-	t.wrote(err)
-	return n, err
+	return t.Conn.Write(p)
 }
 
 // Close fails the direct requests waiting on the connection and closes it.

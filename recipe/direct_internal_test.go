@@ -1,14 +1,10 @@
 package recipe
 
 import (
-	"bytes"
 	"errors"
 	"math/rand/v2"
-	"net"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -268,103 +264,5 @@ func TestMapClosedOnce(t *testing.T) {
 	}
 	if twice := c.mapClosed(once); twice != once {
 		t.Fatalf("mapped again: %q, was %q", twice, once)
-	}
-}
-
-// gatedConn records each write; a write waits at the gate while the gate
-// is closed, and fails with failNext set.
-type gatedConn struct {
-	net.Conn
-	mu       sync.Mutex
-	writes   [][]byte
-	gate     chan struct{} // a write waits until it can receive
-	entered  chan struct{} // told of each write as it starts
-	failNext bool
-	closed   bool
-}
-
-func (g *gatedConn) Write(p []byte) (int, error) {
-	g.entered <- struct{}{}
-	<-g.gate
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.failNext {
-		g.failNext = false
-		return 0, errors.New("broken pipe")
-	}
-	g.writes = append(g.writes, slices.Clone(p))
-	return len(p), nil
-}
-
-func (g *gatedConn) Close() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.closed = true
-	return nil
-}
-
-// Direct frames that find another writer on the connection are queued for
-// it, and it writes them all in one write after its own; go-zookeeper's
-// writer waiting for its turn goes first, then writes the queue. A full
-// queue sends the caller to go-zookeeper, and a failed write fails every
-// later direct write.
-func TestDirectWritesQueue(t *testing.T) {
-	g := &gatedConn{gate: make(chan struct{}), entered: make(chan struct{}, 16)}
-	tc := &trackedConn{Conn: g, tap: wireTap{wrote: true}}
-	tc.wfree.L = &tc.wmu
-	fa := request(1<<30, opGetChildren, jstr("/a"), []byte{0})
-	fb := request(1<<30+1, opDelete, jstr("/a/b"), i32(-1))
-	fc := request(1<<30+2, opGetChildren, jstr("/c"), []byte{0})
-	fz := request(7, opCreate, jstr("/a/x"), jstr(""), i32(0), i32(3))
-
-	first := make(chan error, 1)
-	go func() {
-		_, err := tc.writeDirect(fa)
-		first <- err
-	}()
-	<-g.entered // fa's write waits at the gate
-	for _, f := range [][]byte{fb, fc} {
-		if ok, err := tc.writeDirect(f); !ok || err != nil {
-			t.Fatalf("queued write: %v, %v", ok, err)
-		}
-	}
-	zkDone := make(chan error, 1)
-	go func() {
-		_, err := tc.Write(fz)
-		zkDone <- err
-	}()
-	for waiting := 0; waiting == 0; {
-		time.Sleep(time.Millisecond)
-		tc.wmu.Lock()
-		waiting = tc.zkWaiting
-		tc.wmu.Unlock()
-	}
-	if ok, _ := tc.writeDirect(make([]byte, maxQueuedDirect)); ok {
-		t.Fatal("a full queue took more")
-	}
-	close(g.gate)
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-zkDone; err != nil {
-		t.Fatal(err)
-	}
-	want := [][]byte{fa, fz, append(slices.Clone(fb), fc...)}
-	if !slices.EqualFunc(g.writes, want, bytes.Equal) {
-		t.Fatalf("writes %q, want %q", g.writes, want)
-	}
-	tc.wmu.Lock()
-	idle := !tc.writing && len(tc.queued) == 0
-	tc.wmu.Unlock()
-	if !idle {
-		t.Fatal("the connection was left taken or with frames queued")
-	}
-
-	g.failNext = true
-	if ok, err := tc.writeDirect(fa); !ok || !errors.Is(err, zk.ErrConnectionClosed) {
-		t.Fatalf("failed write: %v, %v", ok, err)
-	}
-	if ok, err := tc.writeDirect(fb); !ok || !errors.Is(err, zk.ErrConnectionClosed) || !g.closed {
-		t.Fatalf("after a failed write: %v, %v (closed %v)", ok, err, g.closed)
 	}
 }

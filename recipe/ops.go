@@ -182,7 +182,8 @@ type queueRead struct {
 // session's requests in order, reads after it created the node. read is
 // nil when the reads were not sent (not asked for, or the create's reply
 // came first) or were not answered before ctx ended; the caller then reads
-// separately.
+// separately. Where the connection takes direct requests, the create and
+// the reads go out in one write instead (see directCreate).
 func (c *Client) createThenRead(ctx context.Context, req createRequest) (createResult, error) {
 	if err := ctx.Err(); err != nil {
 		return createResult{}, err
