@@ -141,14 +141,17 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 }
 
 // readConn reads from the connection into b and notes what came. A failed
-// read ends the connection, as go-zookeeper does once it sees the error:
-// the direct requests waiting on it fail, and a direct write blocked on it
-// ends.
+// read ends the connection, as go-zookeeper does once it sees the error: it
+// takes no more direct requests, and a direct write blocked on it ends.
+// The direct requests waiting on it fail when go-zookeeper closes it
+// (Close), once its send loop has stopped: a caller that retries at once
+// then goes through go-zookeeper, whose request waits for the next
+// connection, rather than into the send loop of the one that failed.
 func (t *trackedConn) readConn(b []byte) (int, error) {
 	n, err := t.Conn.Read(b)
 	t.note(b[:n])
 	if err != nil {
-		t.tap.failDirect()
+		t.tap.refuseDirect()
 		t.Conn.Close()
 	}
 	return n, err

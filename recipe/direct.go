@@ -31,9 +31,12 @@ import (
 //     already handed the reply's error code and body to the caller;
 //   - a caller whose context ends stops waiting at once, and the reply is
 //     dropped when it comes;
-//   - when the connection fails or closes, every direct request waiting
-//     on it fails with zk.ErrConnectionClosed, as go-zookeeper fails its
-//     own, and the caller's retry policy takes over;
+//   - when the connection fails or closes, it takes no more direct
+//     requests, and every one waiting on it fails with
+//     zk.ErrConnectionClosed once go-zookeeper has stopped sending on it
+//     and closed it, with go-zookeeper's own; the caller's retry policy
+//     takes over, and a retry made at once waits in go-zookeeper for the
+//     next connection;
 //   - until the connection is set up (the connect response read and, for a
 //     client with credentials, go-zookeeper's sending resumed after it
 //     sent them again) and once it has failed, requests go through
@@ -165,16 +168,23 @@ func (c *Client) directCreate(ctx context.Context, req createRequest) (res creat
 	reqs := make([]directReq, 1, 3)
 	reqs[0] = directReq{opCreate, req.paths[0], c.createTail(req.data)}
 	if req.behind {
-		c.stats.lists.Add(1)
 		reqs = append(reqs, directReq{opGetChildren, req.dir, noWatch})
 		if req.readDir {
-			c.stats.reads.Add(1)
 			reqs = append(reqs, directReq{opGetData, req.dir, noWatch})
 		}
 	}
 	calls, ok, err := c.sendDirect(ctx, reqs...)
-	if !ok || err != nil {
-		return createResult{}, ok, err
+	if !ok {
+		return createResult{}, false, nil
+	}
+	if req.behind {
+		c.stats.lists.Add(1)
+		if req.readDir {
+			c.stats.reads.Add(1)
+		}
+	}
+	if err != nil {
+		return createResult{}, true, err
 	}
 	create, reads := calls[0], calls[1:]
 	select {
@@ -246,8 +256,8 @@ type directReq struct {
 
 // sendDirect writes reqs on the client's connection, in order and in one
 // write, and returns their calls in the same order. ok is false when no
-// connection can take direct requests now; err is set when they could not
-// be written.
+// connection can take direct requests now; err is ctx's, if it has ended.
+// When the write fails, the calls fail with the connection.
 func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*directCall, ok bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, true, err
@@ -276,26 +286,27 @@ func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*di
 		frames = binary.BigEndian.AppendUint32(frames, uint32(r.op))
 		frames = append(appendString(frames, r.path), r.tail...)
 	}
-	if ok, err := t.writeDirect(frames); !ok || err != nil {
+	if !t.writeDirect(frames) {
 		t.tap.forget(calls...)
-		return nil, ok, c.mapClosed(err)
+		return nil, false, nil
 	}
 	return calls, true, nil
 }
 
 // writeDirect writes the whole frames of direct requests if no other
-// writer has the connection now; ok is false when one has (the requests
-// then go through go-zookeeper, whose send loop takes its turn: many
-// callers at once are better served by one writer than by each waiting for
-// the others). The write itself takes no deadline of its own: it can only
-// block while the server reads nothing, and then go-zookeeper's read
+// writer has the connection now; it returns false when one has (the
+// requests then go through go-zookeeper, whose send loop takes its turn:
+// many callers at once are better served by one writer than by each
+// waiting for the others). The write takes no deadline of its own: it can
+// only block while the server reads nothing, and then go-zookeeper's read
 // deadline fails the connection, which Read closes, ending the write. A
-// failed write may have left half a frame: the connection is closed.
-func (t *trackedConn) writeDirect(frames []byte) (ok bool, err error) {
+// failed write may have left half a frame: the connection is closed, and
+// the requests fail with it, as after a failed read (see readConn).
+func (t *trackedConn) writeDirect(frames []byte) bool {
 	select {
 	case t.wturn <- struct{}{}:
 	default:
-		return false, nil
+		return false
 	}
 	defer func() { <-t.wturn }()
 	for f := frames; len(f) >= 4; {
@@ -304,10 +315,10 @@ func (t *trackedConn) writeDirect(frames []byte) (ok bool, err error) {
 		f = f[n:]
 	}
 	if _, err := t.Conn.Write(frames); err != nil {
+		t.tap.refuseDirect()
 		t.Conn.Close()
-		return true, fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
 	}
-	return true, nil
+	return true
 }
 
 // Write writes one of go-zookeeper's frames, in turn with direct requests.
@@ -319,6 +330,7 @@ func (t *trackedConn) Write(p []byte) (int, error) {
 }
 
 // Close fails the direct requests waiting on the connection and closes it.
+// go-zookeeper closes its connection once its send loop has stopped.
 func (t *trackedConn) Close() error {
 	t.tap.failDirect()
 	return t.Conn.Close()
@@ -374,6 +386,13 @@ func (w *wireTap) answer(xid int32, zxid int64, body []byte, err error) {
 		call.zxid, call.body, call.err = zxid, body, err
 		close(call.done)
 	}
+}
+
+// refuseDirect makes the connection take no more direct requests.
+func (w *wireTap) refuseDirect() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.dead = true
 }
 
 // failDirect fails every direct request waiting on the connection, which

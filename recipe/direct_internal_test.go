@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"errors"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -264,5 +265,48 @@ func TestMapClosedOnce(t *testing.T) {
 	}
 	if twice := c.mapClosed(once); twice != once {
 		t.Fatalf("mapped again: %q, was %q", twice, once)
+	}
+}
+
+// writeFails is a connection whose writes fail.
+type writeFails struct{ scriptedConn }
+
+func (w *writeFails) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+// A failed read or write of the connection makes it take no more direct
+// requests at once, but the ones waiting on it fail only when go-zookeeper
+// closes it, after its send loop has stopped (so that a caller retrying at
+// once does not go into that loop).
+func TestDirectFailWithConnection(t *testing.T) {
+	for _, how := range []string{"read", "write"} {
+		wc := &writeFails{scriptedConn{err: io.EOF}}
+		tc := &trackedConn{Conn: wc, tap: wireTap{wrote: true, readFirst: true, connected: true}, wturn: make(chan struct{}, 1)}
+		call, ok := tc.tap.expectReply(false)
+		if !ok {
+			t.Fatal("the connection took no direct request")
+		}
+		switch how {
+		case "read":
+			if _, err := tc.Read(make([]byte, 8)); err != io.EOF {
+				t.Fatalf("read: %v, want EOF", err)
+			}
+		case "write":
+			if !tc.writeDirect(request(call.xid, opDelete, jstr("/a/b"), i32(-1))) {
+				t.Fatal("the connection was taken")
+			}
+		}
+		if !wc.closed {
+			t.Fatalf("after a failed %s: the connection was not closed", how)
+		}
+		if _, ok := tc.tap.expectReply(false); ok {
+			t.Fatalf("after a failed %s: a direct request was taken", how)
+		}
+		if isDone(call) {
+			t.Fatalf("after a failed %s: a waiting request failed before the connection was closed: %v", how, call.err)
+		}
+		tc.Close()
+		if r := answered(t, call); !errors.Is(r.err, zk.ErrConnectionClosed) {
+			t.Fatalf("after a failed %s and Close: %v", how, r.err)
+		}
 	}
 }

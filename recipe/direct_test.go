@@ -190,6 +190,62 @@ func TestDirectRequestFaults(t *testing.T) {
 }
 
 // mkdir creates /zktest and dir in it.
+// A direct create makes the node go-zookeeper's Create would (its data, the
+// client's ACL, ephemeral in the client's session), returns its name and
+// its zxid, the node's czxid, and the listing and directory data read
+// behind it in the same write see the node.
+func TestDirectCreate(t *testing.T) {
+	srv := zktest.Shared(t)
+	acl := []zk.ACL{{Perms: zk.PermAll, Scheme: "world", ID: "anyone"}, {Perms: zk.PermRead, Scheme: "ip", ID: "127.0.0.1"}}
+	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithACL(acl...))
+	raw := zktest.Connect(t, srv.Addr())
+	dir := zktest.UniquePath(t)
+	mkdir(t, raw, dir)
+	if _, err := raw.Set(dir, []byte("max=3"), -1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 3 {
+		var (
+			node    string
+			zxid    int64
+			names   []string
+			dirData []byte
+		)
+		err := directly(t, func() (ok bool, err error) {
+			node, zxid, names, dirData, ok, err = recipe.DirectCreate(ctx, c, dir+"/_c_x-lock-", dir, []byte("holder"), i > 0)
+			return ok, err
+		})
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		data, st, err := raw.Get(node)
+		if err != nil {
+			t.Fatalf("create %d made %q: %v", i, node, err)
+		}
+		if string(data) != "holder" || st.Czxid != zxid || st.EphemeralOwner != c.SessionID() {
+			t.Fatalf("node %s: data %q, czxid %#x (reply's zxid %#x), owner %#x (session %#x)",
+				node, data, st.Czxid, zxid, st.EphemeralOwner, c.SessionID())
+		}
+		if got, _, err := raw.GetACL(node); err != nil || !slices.Equal(got, acl) {
+			t.Fatalf("node's ACL %v, %v; want %v", got, err, acl)
+		}
+		if len(names) != i+1 || !slices.Contains(names, node[len(dir)+1:]) {
+			t.Fatalf("listing behind create %d: %q lacks %s", i, names, node)
+		}
+		if want := map[bool]string{false: "", true: "max=3"}[i > 0]; string(dirData) != want {
+			t.Fatalf("directory data behind create %d: %q, want %q", i, dirData, want)
+		}
+	}
+	if err := directly(t, func() (bool, error) {
+		_, _, _, _, ok, err := recipe.DirectCreate(ctx, c, dir+"/missing/_c_x-lock-", dir+"/missing", nil, false)
+		return ok, err
+	}); !errors.Is(err, zk.ErrNoNode) {
+		t.Fatalf("create in a missing directory: %v, want ErrNoNode", err)
+	}
+}
+
 func mkdir(t *testing.T, conn *zk.Conn, dir string) {
 	t.Helper()
 	for _, p := range []string{"/zktest", dir} {

@@ -1,6 +1,9 @@
 package recipe
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // DirectChildren and DirectDelete make direct requests (direct.go) for the
 // tests of package recipe_test, which run them against real ZooKeeper.
@@ -19,3 +22,21 @@ func Children(ctx context.Context, c *Client, dir string) ([]string, error) {
 }
 
 func DeleteNode(ctx context.Context, c *Client, path string) error { return c.delete(ctx, path) }
+
+// DirectCreate creates an ephemeral sequential node at path holding data
+// with a direct request, with the listing of dir (and its data, with
+// readDir) written behind it; ok is false when the connection took no
+// direct request.
+func DirectCreate(ctx context.Context, c *Client, path, dir string, data []byte, readDir bool) (node string, zxid int64, names []string, dirData []byte, ok bool, err error) {
+	res, ok, err := c.directCreate(ctx, createRequest{paths: []string{path}, data: data, dir: dir, behind: true, readDir: readDir})
+	if !ok || err != nil {
+		return "", 0, nil, nil, ok, err
+	}
+	if res.read == nil {
+		return "", 0, nil, nil, true, errors.New("no reads behind the create")
+	}
+	if res.read.errL != nil {
+		return "", 0, nil, nil, true, res.read.errL
+	}
+	return res.nodes[0], res.zxids[0], res.read.names, res.read.dirData, true, res.read.errD
+}
