@@ -54,8 +54,8 @@ const (
 	maxGoroutinesAsked       = 1.02 // per Lock+Err+Unlock: the hold's monitor
 	maxGoroutinesContended   = 0.1  // per cycle, 8 sessions re-queuing
 	maxGoroutinesHandOff     = 0.1  // per hand-off while a queue drains
-	maxAllocsUncontended     = 85  // per Lock+Unlock
-	maxAllocsAsked           = 110 // per Lock+Err+Unlock
+	maxAllocsUncontended     = 85   // per Lock+Unlock
+	maxAllocsAsked           = 110  // per Lock+Err+Unlock
 	maxAllocsContended       = 165
 	maxAllocsHandOff         = 90
 )
