@@ -141,18 +141,12 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 }
 
 // readConn reads from the connection into b and notes what came. A failed
-// read ends the connection, as go-zookeeper does once it sees the error: it
-// takes no more direct requests, and a direct write blocked on it ends.
-// The direct requests waiting on it fail when go-zookeeper closes it
-// (Close), once its send loop has stopped: a caller that retries at once
-// then goes through go-zookeeper, whose request waits for the next
-// connection, rather than into the send loop of the one that failed.
+// read ends the connection (see fail).
 func (t *trackedConn) readConn(b []byte) (int, error) {
 	n, err := t.Conn.Read(b)
 	t.note(b[:n])
 	if err != nil {
-		t.tap.refuseDirect()
-		t.Conn.Close()
+		t.fail()
 	}
 	return n, err
 }

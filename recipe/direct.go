@@ -174,17 +174,14 @@ func (c *Client) directCreate(ctx context.Context, req createRequest) (res creat
 		}
 	}
 	calls, ok, err := c.sendDirect(ctx, reqs...)
-	if !ok {
-		return createResult{}, false, nil
+	if !ok || err != nil {
+		return createResult{}, ok, err
 	}
 	if req.behind {
 		c.stats.lists.Add(1)
 		if req.readDir {
 			c.stats.reads.Add(1)
 		}
-	}
-	if err != nil {
-		return createResult{}, true, err
 	}
 	create, reads := calls[0], calls[1:]
 	select {
@@ -198,7 +195,7 @@ func (c *Client) directCreate(ctx context.Context, req createRequest) (res creat
 	path, err := create.path()
 	if errors.Is(err, errMalformedReply) {
 		// The node's name is unknown: the outcome is, as after a lost reply.
-		create.t.Close()
+		create.t.fail()
 		err = fmt.Errorf("%w: %w", zk.ErrConnectionClosed, err)
 	}
 	if err != nil {
@@ -300,8 +297,8 @@ func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*di
 // waiting for the others). The write takes no deadline of its own: it can
 // only block while the server reads nothing, and then go-zookeeper's read
 // deadline fails the connection, which Read closes, ending the write. A
-// failed write may have left half a frame: the connection is closed, and
-// the requests fail with it, as after a failed read (see readConn).
+// failed write may have left half a frame: the connection fails (see
+// fail), and the requests with it.
 func (t *trackedConn) writeDirect(frames []byte) bool {
 	select {
 	case t.wturn <- struct{}{}:
@@ -315,10 +312,21 @@ func (t *trackedConn) writeDirect(frames []byte) bool {
 		f = f[n:]
 	}
 	if _, err := t.Conn.Write(frames); err != nil {
-		t.tap.refuseDirect()
-		t.Conn.Close()
+		t.fail()
 	}
 	return true
+}
+
+// fail ends a connection whose read or write failed, as go-zookeeper does
+// once it sees the error: it takes no more direct requests, and a direct
+// write blocked on it ends. The direct requests waiting on it fail when
+// go-zookeeper closes it (Close), once its send loop has stopped: a caller
+// that retries at once then goes through go-zookeeper, whose request waits
+// for the next connection, rather than into the send loop of the one that
+// failed.
+func (t *trackedConn) fail() {
+	t.tap.refuseDirect()
+	t.Conn.Close()
 }
 
 // Write writes one of go-zookeeper's frames, in turn with direct requests.

@@ -14,7 +14,8 @@ import (
 // the path it returned. The engine takes the zxid by path right after Create
 // returns (go-zookeeper reads the reply before it hands the result over).
 // Nothing is altered on the wire; where anything does not parse, nothing is
-// noted and the engine reads the node instead.
+// noted and the engine reads the node instead. (A create sent as a direct
+// request, see direct.go, takes its zxid from its own reply.)
 
 const (
 	xidSetAuth = -4 // go-zookeeper's credentials
