@@ -45,10 +45,10 @@ func (w clientWork) per(w0 clientWork, cycles int) (goroutines, allocs, bytes fl
 // Targets of TestCycleCost. A cycle's create, listings and delete are
 // direct requests and its other requests run on the client's workers,
 // which are reused, and a hold has no goroutine of its own until its loss
-// signal is asked for: in steady state a cycle starts no goroutine. The allocation
-// bounds sit about a quarter above what the cycles allocate, so a change
-// that adds work per cycle fails here. A hand-off allocates the same
-// whatever the length of the queue: the listing is one string.
+// signal is asked for: in steady state a cycle starts no goroutine. The
+// allocation bounds sit about a quarter above what the cycles allocate, so
+// a change that adds work per cycle fails here. A hand-off allocates the
+// same whatever the length of the queue: the listing is one string.
 const (
 	maxGoroutinesUncontended = 0.02 // per Lock+Unlock
 	maxGoroutinesAsked       = 1.02 // per Lock+Err+Unlock: the hold's monitor

@@ -95,11 +95,8 @@ func (d *directCall) path() (string, error) {
 	if d.err != nil {
 		return "", d.err
 	}
-	if len(d.body) < 4 {
-		return "", errMalformedReply
-	}
-	n := int(int32(binary.BigEndian.Uint32(d.body)))
-	if n < 0 || n > len(d.body)-4 {
+	n, ok := juteLen(d.body)
+	if !ok || n < 0 {
 		return "", errMalformedReply
 	}
 	return string(d.body[4 : 4+n]), nil
@@ -110,15 +107,12 @@ func (d *directCall) data() ([]byte, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	if len(d.body) < 4 {
-		return nil, errMalformedReply
-	}
-	n := int(int32(binary.BigEndian.Uint32(d.body)))
+	n, ok := juteLen(d.body)
 	switch {
+	case !ok:
+		return nil, errMalformedReply
 	case n < 0:
 		return nil, nil
-	case n > len(d.body)-4:
-		return nil, errMalformedReply
 	}
 	return d.body[4 : 4+n], nil
 }
@@ -251,6 +245,10 @@ type directReq struct {
 	tail []byte
 }
 
+// size is the length of the request's frame after its length field: xid,
+// opcode, path (a jute string) and tail.
+func (r directReq) size() int { return 4 + 4 + 4 + len(r.path) + len(r.tail) }
+
 // sendDirect writes reqs on the client's connection, in order and in one
 // write, and returns their calls in the same order. ok is false when no
 // connection can take direct requests now; err is ctx's, if it has ended.
@@ -273,12 +271,11 @@ func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*di
 		}
 		call.t = t
 		calls[i] = call
-		size += 4 + 8 + 4 + len(r.path) + len(r.tail)
+		size += 4 + r.size()
 	}
 	frames := make([]byte, 0, size)
 	for i, r := range reqs {
-		n := 8 + 4 + len(r.path) + len(r.tail) // xid, opcode, path, tail
-		frames = binary.BigEndian.AppendUint32(frames, uint32(n))
+		frames = binary.BigEndian.AppendUint32(frames, uint32(r.size()))
 		frames = binary.BigEndian.AppendUint32(frames, uint32(calls[i].xid))
 		frames = binary.BigEndian.AppendUint32(frames, uint32(r.op))
 		frames = append(appendString(frames, r.path), r.tail...)
@@ -463,6 +460,17 @@ func replyError(code int32) error {
 	return fmt.Errorf("%w: error code %d", zk.ErrUnknown, code)
 }
 
+// juteLen reads the length that starts the jute string or buffer at the
+// start of b; ok is false when b ends before the length or before the
+// bytes it counts. A negative length is a null string or buffer.
+func juteLen(b []byte) (n int, ok bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	n = int(int32(binary.BigEndian.Uint32(b)))
+	return n, n <= len(b)-4
+}
+
 // appendString appends s as a jute string: its length, then its bytes.
 func appendString(b []byte, s string) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
@@ -487,14 +495,11 @@ func parseChildren(b []byte) ([]string, error) {
 	names := make([]string, n)
 	at := 4
 	for i := range names {
-		if len(b)-at < 4 {
+		l, ok := juteLen(b[at:])
+		if !ok || l < 0 {
 			return nil, errMalformedReply
 		}
-		l := int(int32(binary.BigEndian.Uint32(b[at:])))
 		at += 4
-		if l < 0 || l > len(b)-at {
-			return nil, errMalformedReply
-		}
 		names[i] = all[at : at+l]
 		at += l
 	}

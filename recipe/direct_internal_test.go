@@ -254,9 +254,8 @@ func TestDirectXids(t *testing.T) {
 	}
 }
 
-// An error mapped to ErrClosed once (a direct write that failed as the
-// client closed, say) is not wrapped again by the caller that maps its
-// reads' errors.
+// An error mapped to ErrClosed once (by a direct request's caller, say) is
+// not wrapped again by a caller above it that maps errors too.
 func TestMapClosedOnce(t *testing.T) {
 	c := &Client{closed: true}
 	once := c.mapClosed(zk.ErrConnectionClosed)

@@ -176,20 +176,12 @@ func TestDirectRequestFaults(t *testing.T) {
 	proxy.Arm(zktest.DropRequest, 1, zktest.OpDelete)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for {
-		direct, err := recipe.DirectDelete(ctx, c, dir+"/missing")
-		if !direct {
-			continue
-		}
-		if !errors.Is(err, zk.ErrConnectionClosed) {
-			t.Fatalf("delete whose request is dropped: %v, want a connection loss", err)
-		}
-		break
+	if err := directly(t, func() (bool, error) { return recipe.DirectDelete(ctx, c, dir+"/missing") }); !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("delete whose request is dropped: %v, want a connection loss", err)
 	}
 	directAgain()
 }
 
-// mkdir creates /zktest and dir in it.
 // A direct create makes the node go-zookeeper's Create would (its data, the
 // client's ACL, ephemeral in the client's session), returns its name and
 // its zxid, the node's czxid, and the listing and directory data read
@@ -246,6 +238,7 @@ func TestDirectCreate(t *testing.T) {
 	}
 }
 
+// mkdir creates /zktest and dir in it.
 func mkdir(t *testing.T, conn *zk.Conn, dir string) {
 	t.Helper()
 	for _, p := range []string{"/zktest", dir} {

@@ -88,11 +88,11 @@ func (cw *createWrites) expect(path string) (written <-chan struct{}, forget fun
 // wrote notes a create request whose body (a jute path string first)
 // starts at b.
 func (cw *createWrites) wrote(b []byte) {
-	if cw.waiting.Load() == 0 || len(b) < 4 {
+	if cw.waiting.Load() == 0 {
 		return
 	}
-	n := int(int32(binary.BigEndian.Uint32(b[0:4])))
-	if n < 0 || 4+n > len(b) {
+	n, ok := juteLen(b)
+	if !ok || n < 0 {
 		return
 	}
 	cw.mu.Lock()
@@ -287,11 +287,8 @@ func (w *wireTap) frame() {
 // finishBody parses a create reply's body: the path as a jute string.
 func (w *wireTap) finishBody() {
 	b := w.body
-	if len(b) < 4 {
-		return
-	}
-	n := int(int32(binary.BigEndian.Uint32(b[0:4])))
-	if n < 0 || 4+n > len(b) {
+	n, ok := juteLen(b)
+	if !ok || n < 0 {
 		return
 	}
 	w.out.put(string(b[4:4+n]), w.zxid)
