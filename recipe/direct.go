@@ -23,8 +23,8 @@ import (
 //   - a direct request gets an xid 2^30 away from the last one go-zookeeper
 //     wrote, which go-zookeeper reaches only after a billion requests more,
 //     and is written as one whole frame between go-zookeeper's frames (the
-//     connection takes writes in turn; when another writer has it, the
-//     request goes through go-zookeeper instead);
+//     connection takes writes in turn: the caller waits for its turn, or
+//     for its context);
 //   - go-zookeeper reads the reply like any other: it notes its zxid as the
 //     last it has seen (so a reconnect never goes back in time past it),
 //     finds no request of its own with that xid and goes on; the tap has
@@ -280,27 +280,28 @@ func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*di
 		frames = binary.BigEndian.AppendUint32(frames, uint32(r.op))
 		frames = append(appendString(frames, r.path), r.tail...)
 	}
-	if !t.writeDirect(frames) {
+	if err := t.writeDirect(ctx, frames); err != nil {
 		t.tap.forget(calls...)
-		return nil, false, nil
+		return nil, true, err
 	}
 	return calls, true, nil
 }
 
-// writeDirect writes the whole frames of direct requests if no other
-// writer has the connection now; it returns false when one has (the
-// requests then go through go-zookeeper, whose send loop takes its turn:
-// many callers at once are better served by one writer than by each
-// waiting for the others). The write takes no deadline of its own: it can
-// only block while the server reads nothing, and then go-zookeeper's read
-// deadline fails the connection, which Read closes, ending the write. A
-// failed write may have left half a frame: the connection fails (see
-// fail), and the requests with it.
-func (t *trackedConn) writeDirect(frames []byte) bool {
+// writeDirect writes the whole frames of direct requests, in turn with
+// go-zookeeper's frames and other callers' direct ones; it returns ctx's
+// error if ctx ends before its turn comes. A turn lasts one write, which
+// can only block while the server reads nothing, and then go-zookeeper's
+// read deadline fails the connection, which Read closes, ending the write.
+// (A request that went through go-zookeeper whenever another writer had
+// the connection ended up, with hundreds of callers on one connection, in
+// the workers' backlog behind maxWorkers requests in flight: a tail of
+// cycles twice as long as the rest.) A failed write may have left half a
+// frame: the connection fails (see fail), and the requests with it.
+func (t *trackedConn) writeDirect(ctx context.Context, frames []byte) error {
 	select {
 	case t.wturn <- struct{}{}:
-	default:
-		return false
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	defer func() { <-t.wturn }()
 	for f := frames; len(f) >= 4; {
@@ -311,7 +312,7 @@ func (t *trackedConn) writeDirect(frames []byte) bool {
 	if _, err := t.Conn.Write(frames); err != nil {
 		t.fail()
 	}
-	return true
+	return nil
 }
 
 // fail ends a connection whose read or write failed, as go-zookeeper does

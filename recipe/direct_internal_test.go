@@ -1,11 +1,15 @@
 package recipe
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -290,8 +294,8 @@ func TestDirectFailWithConnection(t *testing.T) {
 				t.Fatalf("read: %v, want EOF", err)
 			}
 		case "write":
-			if !tc.writeDirect(request(call.xid, opDelete, jstr("/a/b"), i32(-1))) {
-				t.Fatal("the connection was taken")
+			if err := tc.writeDirect(context.Background(), request(call.xid, opDelete, jstr("/a/b"), i32(-1))); err != nil {
+				t.Fatal(err)
 			}
 		}
 		if !wc.closed {
@@ -307,5 +311,62 @@ func TestDirectFailWithConnection(t *testing.T) {
 		if r := answered(t, call); !errors.Is(r.err, zk.ErrConnectionClosed) {
 			t.Fatalf("after a failed %s and Close: %v", how, r.err)
 		}
+	}
+}
+
+// recordingConn is a connection that keeps what is written on it.
+type recordingConn struct {
+	scriptedConn
+	mu      sync.Mutex
+	written []byte
+}
+
+func (r *recordingConn) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.written = append(r.written, p...)
+	return len(p), nil
+}
+
+// A direct write waits while another writer has the connection, and writes
+// once its turn comes; a caller whose context ends while it waits writes
+// nothing and gets its context's error.
+func TestDirectWriteWaitsItsTurn(t *testing.T) {
+	rc := &recordingConn{}
+	tc := &trackedConn{Conn: rc, tap: wireTap{wrote: true, readFirst: true, connected: true}, wturn: make(chan struct{}, 1)}
+	frame := request(1<<30, opDelete, jstr("/a/b"), i32(-1))
+
+	tc.wturn <- struct{}{} // another writer has the connection
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error)
+	go func() { gaveUp <- tc.writeDirect(ctx, frame) }()
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a caller whose context ended while it waited: %v, want context.Canceled", err)
+	}
+
+	wrote := make(chan error)
+	go func() { wrote <- tc.writeDirect(context.Background(), frame) }()
+	select {
+	case err := <-wrote:
+		t.Fatalf("the direct write did not wait for its turn: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	rc.mu.Lock()
+	if len(rc.written) != 0 {
+		t.Fatalf("%d bytes written while another writer had the connection", len(rc.written))
+	}
+	rc.mu.Unlock()
+	<-tc.wturn // the other writer is done
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rc.written, frame) {
+		t.Fatalf("written %x, want the one frame %x", rc.written, frame)
+	}
+	select {
+	case tc.wturn <- struct{}{}: // the turn was given back
+	default:
+		t.Fatal("the direct write kept the connection's turn")
 	}
 }
