@@ -150,7 +150,9 @@ func (e *OpError) Unwrap() error { return e.Err }
 // The server may refuse the transaction: when the hold's node is gone
 // the error wraps [ErrLost] and [ErrNodeDeleted] (or [ErrSessionExpired])
 // and the hold ends with it; when one of the ops fails, it is an
-// [*OpError] naming the op. Either way nothing was applied.
+// [*OpError] naming the op. Either way nothing was applied. A create
+// whose parent is missing also names the first missing parent: Commit
+// does not make parents; make them with [Client.EnsurePath] beforehand.
 //
 // If the connection is lost after the transaction was sent, or ctx ends
 // before its reply, the error wraps [ErrCommitUnknown]: it may have been
@@ -189,6 +191,7 @@ func (h *Hold) Commit(ctx context.Context, ops ...Op) ([]Result, error) {
 		return nil, fmt.Errorf("commit: check of %s: %w", h.path, oe.Err)
 	case errors.As(err, &oe):
 		oe.Index--
+		c.explainNoParent(ctx, oe)
 		return nil, oe
 	}
 	return nil, err
