@@ -34,6 +34,7 @@ fi
 declare -A flags=(
 	[custom-recipe]=""
 	[guarded-counter]="-workers 3 -increments 4 -evict"
+	[jobs]="-workers 3 -jobs 6 -slots 2"
 	[leader]="-session-timeout 2s -tick 250ms -kill-after 1s -resign-after 3s -duration 4s"
 	[mutex-counter]="-workers 3 -increments 5"
 	[rwlock]="-readers 2 -writers 1 -reads 3 -writes 2"
@@ -41,7 +42,7 @@ declare -A flags=(
 	[tracing]=""
 )
 
-if (($#)); then names=("$@"); else names=(custom-recipe guarded-counter leader mutex-counter rwlock semaphore tracing); fi
+if (($#)); then names=("$@"); else names=(custom-recipe guarded-counter jobs leader mutex-counter rwlock semaphore tracing); fi
 export GOWORK=off
 failed=()
 for name in "${names[@]}"; do
