@@ -35,6 +35,20 @@
 // Done cannot fire while the process is not running. Pass [Mutex.Token] to
 // the systems you write to and have them reject stale tokens.
 //
+// # Guarded writes
+//
+// When the state the mutex protects is in ZooKeeper, write it with
+// [Mutex.Commit]: the writes go in one transaction with a check that the
+// holder's node still exists, so they land only while the lock is held,
+// however late the request arrives. Read the state with
+// [recipe.Client.Get] and write against the version read; make parents
+// beforehand with [recipe.Client.EnsurePath]:
+//
+//	state, version, err := client.Get(ctx, "/orders/state")
+//	...
+//	_, err = m.Commit(ctx, recipe.SetDataVersion("/orders/state", next(state), version))
+//	// errors.Is(err, mutex.ErrLost): the lock was lost and nothing was written
+//
 // # Other libraries on the same path
 //
 // The mutex writes Curator's node names ("_c_<uuid>-lock-<sequence>"), so

@@ -94,12 +94,13 @@ func Revoke(ctx context.Context, c *recipe.Client, path, node string) error {
 // handle is safe for concurrent use, but goroutines that must exclude each
 // other need handles of their own.
 //
-// Mutex is a [reentrant.Handle]: Done, Err, Token, Node, Revoked, Suspended
-// and Resumed report on the lock it holds (Err returns [ErrNotHeld] and
-// Token 0 when it holds nothing), and Take and Release are Lock (or
-// TryLock) and Unlock for code that takes any [recipe.Acquirer].
+// Done, Err, Token, Node, Revoked, Suspended and Resumed report on the lock
+// the handle holds (Err returns [ErrNotHeld] and Token 0 when it holds
+// nothing); Commit writes to ZooKeeper only while it holds. Take and
+// Release are Lock (or TryLock) and Unlock for code that takes any
+// [recipe.Acquirer] or [recipe.Held], such as package multilock.
 type Mutex struct {
-	*reentrant.Handle
+	h  *reentrant.Handle
 	lk *recipe.Lock
 }
 
@@ -128,7 +129,7 @@ func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
 	}
-	return &Mutex{Handle: reentrant.New(lk), lk: lk}, nil
+	return &Mutex{h: reentrant.New(lk), lk: lk}, nil
 }
 
 // Lock acquires the mutex, waiting in line (first come, first served) until
@@ -140,12 +141,12 @@ func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
 // error wraps [ErrNotAcquired] and the cause, such as ctx.Err(). Lock on a
 // handle whose lock was lost fails with an error wrapping [ErrLost]; call
 // Unlock first.
-func (m *Mutex) Lock(ctx context.Context) error { _, err := m.Take(ctx, true); return err }
+func (m *Mutex) Lock(ctx context.Context) error { _, err := m.h.Take(ctx, true); return err }
 
 // TryLock acquires the mutex if it is free, looking once without waiting.
 // It returns an error wrapping [ErrLocked] when another session holds it
 // (the node it queued with is deleted again). Reentrant like [Mutex.Lock].
-func (m *Mutex) TryLock(ctx context.Context) error { _, err := m.Take(ctx, false); return err }
+func (m *Mutex) TryLock(ctx context.Context) error { _, err := m.h.Take(ctx, false); return err }
 
 // Unlock undoes one Lock. When the hold count reaches zero it deletes the
 // node (retrying connection loss until ctx ends) and the handle holds
@@ -159,7 +160,7 @@ func (m *Mutex) TryLock(ctx context.Context) error { _, err := m.Take(ctx, false
 // an error wrapping [ErrLost] and the reason. If ctx ends before the node is
 // deleted, the deletion goes on in the background while the session lives
 // and the error wraps ctx.Err().
-func (m *Mutex) Unlock(ctx context.Context) error { return m.Release(ctx) }
+func (m *Mutex) Unlock(ctx context.Context) error { return m.h.Release(ctx) }
 
 // Participant is one node in the mutex's queue.
 type Participant = recipe.Participant

@@ -15,9 +15,10 @@ import (
 // run one at a time. Its errors carry the recipe's sentinels from
 // [recipe.LockSpec]. A Handle is a [recipe.Held] and an [recipe.Acquirer], and is safe for
 // concurrent use; goroutines that must exclude each other need handles of
-// their own.
+// their own. Done, Err, Token, Node, Commit, Revoked, Suspended and Resumed
+// are its [View]'s, on the current hold.
 type Handle struct {
-	View // of the current hold
+	view View // of the current hold
 	lk   *recipe.Lock
 	spec sentinels // lk's, for its errors
 	turn Turn      // serialises Take and Release
@@ -39,7 +40,7 @@ func New(lk *recipe.Lock) *Handle {
 	spec := lk.Spec()
 	h := &Handle{lk: lk, spec: sentinels{Recipe: spec.Recipe, NotAcquired: spec.NotAcquired,
 		WouldBlock: spec.WouldBlock, NotHeld: spec.NotHeld}}
-	h.View = NewView(h.current, h.spec.NotHeld, h.spec.Recipe+" "+lk.Path())
+	h.view = NewView(h.current, h.spec.NotHeld, h.spec.Recipe+" "+lk.Path())
 	return h
 }
 

@@ -12,9 +12,11 @@ import (
 // current hold answers (loss signal, error, fencing token, node,
 // revocation and suspension signals), with the answers of a handle that
 // holds nothing: Done closed, Err the recipe's not-held sentinel, Token 0,
-// Node "", Revoked, Suspended and Resumed nil (never ready). Embed one in
-// a handle type to give it these methods; [Handle] does, and so do the
-// read/write lock's sides and the leader election.
+// Node "", Revoked, Suspended and Resumed nil (never ready). Keep one in
+// an unexported field of a handle type and forward to it, so that the
+// handle's methods show in its documentation and no caller can replace
+// the view; [Handle] does, and so do the read/write lock's sides and the
+// leader election.
 type View struct {
 	current func() *recipe.Hold
 	notHeld error

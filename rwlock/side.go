@@ -17,20 +17,21 @@ import (
 // refusal, and one turn serialises the calls of both.
 //
 // Done, Err, Token, Node, Revoked, Suspended and Resumed report on the
-// node the side's lock rests on: for the read side, the write node while
-// the read hold rides on it (see Downgrade in the package documentation).
-// Every write hold granted after a read hold has a greater token, so a
-// store can tell a reader's view from a later writer's.
+// node the side's lock rests on, and Commit checks that node: for the read
+// side, the write node while the read hold rides on it (see Downgrade in
+// the package documentation). Every write hold granted after a read hold
+// has a greater token, so a store can tell a reader's view from a later
+// writer's.
 type Side struct {
-	reentrant.View // of the side's current hold
-	rw             *RWLock
-	mode           Mode
+	view reentrant.View // of the side's current hold
+	rw   *RWLock
+	mode Mode
 }
 
 // newSide returns the side of rw in mode m.
 func newSide(rw *RWLock, m Mode) Side {
 	s := Side{rw: rw, mode: m}
-	s.View = reentrant.NewView(s.hold, ErrNotHeld, fmt.Sprintf("rwlock %s (%s)", rw.Path(), m))
+	s.view = reentrant.NewView(s.hold, ErrNotHeld, fmt.Sprintf("rwlock %s (%s)", rw.Path(), m))
 	return s
 }
 
