@@ -138,8 +138,11 @@ func (e *OpError) Unwrap() error { return e.Err }
 // in force, or none. It returns one [Result] per op. With no ops it asks
 // the server whether the hold is still in force, without writing.
 //
-// Before any I/O, Commit refuses bad input (nil ctx, an invalid path,
-// more data than a request may carry) with [ErrInvalidArgument], a hold
+// Before any I/O, Commit refuses bad input (nil ctx, an invalid path, an
+// op other than Check on the hold's own lock directory or a node in it,
+// whose nodes are the lock's queue, a transaction larger, measured as the
+// wire carries it, than a request may carry) with [ErrInvalidArgument],
+// naming the op or the size and the limit; a hold
 // that was released with [ErrNotHeld], and a hold that was lost, or whose
 // session is suspended or replaced, with an error wrapping [ErrLost] and
 // the reason. While a suspension is in progress ([WithSuspensionTolerance])
@@ -167,6 +170,12 @@ func (h *Hold) Commit(ctx context.Context, ops ...Op) ([]Result, error) {
 	}
 	c := h.l.c
 	if err := c.checkOps(ops); err != nil {
+		return nil, err
+	}
+	if err := h.checkOwnQueue(ops); err != nil {
+		return nil, err
+	}
+	if err := c.checkSize(h.path, ops); err != nil {
 		return nil, err
 	}
 	if err := h.inForce(); err != nil {
@@ -224,7 +233,6 @@ func (h *Hold) inForce() error {
 
 // checkOps refuses ops that no server would take, before any I/O.
 func (c *Client) checkOps(ops []Op) error {
-	size := 0
 	for i, o := range ops {
 		if o.kind == 0 {
 			return fmt.Errorf("commit: %w: op %d is not made by an Op constructor", ErrInvalidArgument, i)
@@ -235,11 +243,40 @@ func (c *Client) checkOps(ops []Op) error {
 		if o.version < AnyVersion {
 			return fmt.Errorf("commit: %w: op %d (%v): negative version", ErrInvalidArgument, i, o)
 		}
-		size += len(o.path) + len(o.data) + 32
 	}
-	if room := c.cfg.maxPacket - packetOverhead; size > room {
-		return fmt.Errorf("commit: %w: %d ops carry about %d bytes, more than the %d a request to the servers may carry here (see WithMaxPacket)",
-			ErrInvalidArgument, len(ops), size, room)
+	return nil
+}
+
+// checkOwnQueue refuses ops, other than Check, on the hold's own lock
+// directory or its children: deleting a node of the queue (the hold's own,
+// say) or creating one there breaks the lock for every client of it (a
+// persistent node that looks like a lock node blocks it for good), and
+// the data of the directory is the lock's own record.
+func (h *Hold) checkOwnQueue(ops []Op) error {
+	dir := h.l.dir
+	for i, o := range ops {
+		if o.kind == kindCheck {
+			continue
+		}
+		if o.path == dir || parentOf(o.path) == dir {
+			return fmt.Errorf("commit: %w: op %d (%v) is in the lock directory %s of the hold itself, whose nodes are the lock's queue; only Check may name them",
+				ErrInvalidArgument, i, o, dir)
+		}
+	}
+	return nil
+}
+
+// checkSize refuses, before any I/O, a transaction of ops, behind the
+// check of the hold's node at own, that would not fit in a request to the
+// servers, measured as the wire carries it.
+func (c *Client) checkSize(own string, ops []Op) error {
+	bodies := make([]int, 0, len(ops)+1)
+	bodies = append(bodies, Check(own, AnyVersion).encodedLen(nil))
+	for _, o := range ops {
+		bodies = append(bodies, o.encodedLen(c.cfg.acl))
+	}
+	if err := c.tooLarge(fmt.Sprintf("%d ops", len(ops)), multiLen(bodies...)); err != nil {
+		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }

@@ -50,6 +50,14 @@ func enqueue(ctx context.Context, as []*attempt) (turn, error) {
 			return stay, err
 		case err == nil:
 			return enqueued(as, ep, res)
+		case retry.Retryable(err) && len(as) > 1 && l.nSize(len(as)) > defaultMaxPacket:
+			// Past ZooKeeper's default limit, the lost connection may be
+			// the server refusing the request for its size: sending it
+			// again would cut the connection again. What it may have
+			// created is swept when the attempts end.
+			return stay, fmt.Errorf("%w: the connection closed under a transaction of %d bytes, more than ZooKeeper's default limit of %d: "+
+				"a server whose jute.maxbuffer is below WithMaxPacket drops such requests; not sent again: %w",
+				ErrInvalidArgument, l.nSize(len(as)), defaultMaxPacket, err)
 		case retry.Retryable(err):
 			return stay, opError("create", req.paths[0], err) // outcome unknown
 		}

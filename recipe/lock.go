@@ -141,11 +141,25 @@ func checkLock(c *Client, path string, spec LockSpec, data []byte) error {
 	if spec.MaxHold < 0 {
 		return fmt.Errorf("%w: negative maximum hold time %v", ErrInvalidArgument, spec.MaxHold)
 	}
-	if room := c.cfg.maxPacket - packetOverhead - len(path) - len(protectedPrefix) - 37 - len(spec.LockName); len(data) > room || len(spec.DirData) > room {
-		return fmt.Errorf("%w: node data of %d bytes (directory data %d) exceeds the %d bytes a request to the servers may carry here (see WithMaxPacket)",
-			ErrInvalidArgument, len(data), len(spec.DirData), room)
+	return c.lockFits(path, spec, data)
+}
+
+// lockFits checks, by their encoded size, that the requests of a lock
+// fit in a request to the servers: the create of its nodes (path and
+// data) and of its directory (with DirData). The error names the part
+// that does not fit.
+func (c *Client) lockFits(path string, spec LockSpec, data []byte) error {
+	node := path + "/" + protectedPrefix + "00000000-0000-0000-0000-000000000000-" + spec.LockName
+	if err := c.tooLarge(fmt.Sprintf("lock path of %d bytes (the create of its nodes, without data)", len(path)),
+		frameLen(createLen(node, nil, c.cfg.acl))); err != nil {
+		return err
 	}
-	return nil
+	if err := c.tooLarge(fmt.Sprintf("node data of %d bytes (the create of a node at %s)", len(data), path),
+		frameLen(createLen(node, data, c.cfg.acl))); err != nil {
+		return err
+	}
+	return c.tooLarge(fmt.Sprintf("directory data of %d bytes (the create of %s)", len(spec.DirData), path),
+		frameLen(createLen(path, spec.DirData, c.cfg.acl)))
 }
 
 // withDefaults fills in the name and the sentinels left unset.
@@ -224,11 +238,32 @@ func (l *Lock) acquireOne(ctx context.Context, try bool) (*Hold, error) {
 // until all of them hold. It is all or nothing: on failure none is held and
 // every node is cleaned up as for [Lock.Acquire]. With the N-lease driver,
 // n must not exceed N or it waits until ctx ends; recipes check that first.
+// A transaction that would not fit in one request to the servers (see
+// [WithMaxPacket]) is refused before any I/O with [ErrInvalidArgument].
 func (l *Lock) AcquireN(ctx context.Context, n int) ([]*Hold, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("%w: n = %d, must be at least 1", ErrInvalidArgument, n)
 	}
+	if err := l.fitsN(n); err != nil {
+		return nil, &notAcquired{l.spec.NotAcquired, l.dir, err}
+	}
 	return l.acquire(ctx, n, false)
+}
+
+// fitsN checks that the transaction that enqueues n nodes fits in a
+// request to the servers.
+func (l *Lock) fitsN(n int) error {
+	if n == 1 {
+		return nil // checked by NewLock
+	}
+	return l.c.tooLarge(fmt.Sprintf("AcquireN(%d) at %s (%d creates in one transaction)", n, l.dir, n), l.nSize(n))
+}
+
+// nSize is the length of the frame of the transaction that enqueues n
+// nodes.
+func (l *Lock) nSize(n int) int {
+	node := createLen(l.dir+"/"+protectedPrefix+"00000000-0000-0000-0000-000000000000-"+l.spec.LockName, l.data, l.c.cfg.acl)
+	return frameLen(multiHeaderLen + n*(multiHeaderLen+node))
 }
 
 func (l *Lock) acquire(ctx context.Context, n int, try bool) ([]*Hold, error) {

@@ -56,8 +56,10 @@ func defaultConfig() config {
 
 func (c *config) validate() error {
 	switch {
-	case c.sessionTimeout <= 0:
-		return fmt.Errorf("%w: session timeout %v must be positive", ErrInvalidArgument, c.sessionTimeout)
+	case c.sessionTimeout < minSessionTimeout || c.sessionTimeout > maxSessionTimeout:
+		return fmt.Errorf("%w: session timeout %v out of range: the client takes %v to %v (whole milliseconds, sent as 32 bits); "+
+			"the server then grants 2 to 20 of its ticks (tickTime, 2s by default: 4s to 40s), whatever is asked",
+			ErrInvalidArgument, c.sessionTimeout, minSessionTimeout, maxSessionTimeout)
 	case c.lossTimeout < 0:
 		return fmt.Errorf("%w: loss timeout %v must not be negative", ErrInvalidArgument, c.lossTimeout)
 	case c.lossTimeout >= c.sessionTimeout:
@@ -80,6 +82,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: nil TLS config", ErrInvalidArgument)
 	case c.maxPacket < minMaxPacket:
 		return fmt.Errorf("%w: max packet %d below %d bytes", ErrInvalidArgument, c.maxPacket, minMaxPacket)
+	case c.maxPacket > zkSendBuffer:
+		return fmt.Errorf("%w: max packet %d above the %d bytes go-zookeeper can send", ErrInvalidArgument, c.maxPacket, zkSendBuffer)
 	}
 	if err := retry.Validate(c.retry); err != nil {
 		return fmt.Errorf("%w: retry policy: %w", ErrInvalidArgument, err)
@@ -98,7 +102,10 @@ func (c *config) validate() error {
 
 // WithSessionTimeout sets the session timeout requested from ZooKeeper.
 // The server may negotiate it into its [minSessionTimeout, maxSessionTimeout]
-// range; the client uses the negotiated value. Default: 10s.
+// range (2 to 20 ticks by default); the client uses the negotiated value.
+// [Connect] refuses, with [ErrInvalidArgument], a timeout below 100ms or
+// above 2^31-1 milliseconds (about 24 days), which the protocol cannot
+// carry. Default: 10s.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(c *config) { c.sessionTimeout = d }
 }
@@ -213,15 +220,17 @@ func WithTLS(cfg *tls.Config) Option {
 const (
 	defaultMaxPacket = 0xfffff
 	minMaxPacket     = 4096
-	packetOverhead   = 1024 // headers, ACLs and the sequence suffix, generously
 )
 
 // WithMaxPacket sets the largest request the servers accept (their
 // jute.maxbuffer; default 0xfffff bytes, ZooKeeper's default, at least
-// 4096). Node data that would not fit, with its path, is refused by the
-// recipes' constructors before any I/O, with [ErrInvalidArgument]: sent,
-// the server would drop the connection, and with it every recipe on the
-// client.
+// 4096, at most 1572860, the most go-zookeeper can send). Requests are
+// measured as the wire carries them, before any I/O: a lock path or node
+// data that would not fit is refused by the recipes' constructors, a
+// [Hold.Commit] or [Lock.AcquireN] too large by the call, all with
+// [ErrInvalidArgument] naming the size and the limit. Sent, such a request
+// would make the server drop the connection, and with it every call of
+// every recipe on the client.
 func WithMaxPacket(n int) Option {
 	return func(c *config) { c.maxPacket = n }
 }

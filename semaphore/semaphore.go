@@ -157,8 +157,10 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 // the other needs. The leases come in queue order and are released one by
 // one.
 //
-// An n below one or above MaxLeases is refused without I/O with an error
-// wrapping [ErrNotAcquired] and recipe.ErrInvalidArgument. On failure no
+// An n below one or above MaxLeases, or so large that its transaction
+// would not fit in one request to the servers (see recipe.WithMaxPacket),
+// is refused without I/O with an error wrapping [ErrNotAcquired] and
+// recipe.ErrInvalidArgument. On failure no
 // lease is held and every node is deleted as for [Semaphore.Acquire].
 func (s *Semaphore) AcquireN(ctx context.Context, n int) ([]*Lease, error) {
 	if n < 1 || n > s.maxLeases {

@@ -72,7 +72,7 @@ func newCommand(name, help string) *command {
 // and environment.
 type proc struct {
 	stdout, stderr io.Writer
-	getenv         func(string) string
+	getenv         func(string) (string, bool) // os.LookupEnv
 }
 
 // connFlags are the connection flags every command takes.
@@ -95,14 +95,20 @@ type connConfig struct {
 }
 
 // resolve checks the connection flags and the environment.
-func (c *connFlags) resolve(env func(string) string) (connConfig, error) {
+func (c *connFlags) resolve(env func(string) (string, bool)) (connConfig, error) {
 	var cfg connConfig
 	s := c.servers
 	if s == "" {
-		s = env("ZKLOCK_SERVERS")
-	}
-	if s == "" {
-		s = defaultServers
+		var set bool
+		s, set = env("ZKLOCK_SERVERS")
+		switch {
+		case !set:
+			s = defaultServers
+		case strings.TrimSpace(s) == "":
+			// Set, but to nothing: a variable the operator meant to fill
+			// in, not a wish for a local server.
+			return cfg, usageErr("ZKLOCK_SERVERS is set but empty: name the servers (host:port,...), or unset it for %s", defaultServers)
+		}
 	}
 	for _, a := range strings.Split(s, ",") {
 		a = strings.TrimSpace(a)
@@ -118,10 +124,13 @@ func (c *connFlags) resolve(env func(string) string) (connConfig, error) {
 		return cfg, usageErr("--session-timeout %v: must be positive", c.sessionTimeout)
 	}
 	cfg.sessionTimeout = c.sessionTimeout
-	if a := env("ZKLOCK_AUTH"); a != "" {
+	if a, _ := env("ZKLOCK_AUTH"); a != "" {
 		user, password, found := strings.Cut(a, ":")
-		if !found || user == "" {
+		switch {
+		case !found || user == "":
 			return cfg, usageErr("ZKLOCK_AUTH: want user:password")
+		case password == "":
+			return cfg, usageErr("ZKLOCK_AUTH: empty password for user %q: want user:password", user)
 		}
 		cfg.user, cfg.password, cfg.auth = user, password, true
 	}

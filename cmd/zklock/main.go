@@ -47,7 +47,7 @@ flags of every command (before PATH; "--" ends the flags):
   -h, --help                      print the command's help
 
 environment:
-  ZKLOCK_SERVERS   servers, when --zk is not given
+  ZKLOCK_SERVERS   servers, when --zk is not given (set but empty: an error)
   ZKLOCK_AUTH      user:password for digest authentication
 
 exit status:
@@ -71,12 +71,12 @@ zklock --version prints the version. The manual: docs/cli.md.
 const mainUsage = "usage: zklock COMMAND [flags] ARGS...\nRun \"zklock --help\" for the commands.\n"
 
 func main() {
-	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr, os.LookupEnv))
 }
 
-// Main runs zklock with args (without the program name) and returns the
-// exit status.
-func Main(args []string, stdout, stderr io.Writer, env func(string) string) int {
+// Main runs zklock with args (without the program name), reading the
+// environment with env (os.LookupEnv), and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer, env func(string) (string, bool)) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "zklock: missing COMMAND")
 		fmt.Fprint(stderr, mainUsage)

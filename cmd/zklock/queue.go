@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
@@ -111,9 +110,9 @@ func newLeaderCommand() *command {
 	return cmd
 }
 
-// watchLeaders prints every new leader's id until SIGINT or SIGTERM.
+// watchLeaders prints every new leader's id until SIGINT, SIGTERM or SIGHUP.
 func watchLeaders(p *proc, e *leader.Election) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), forwarded...)
 	defer stop()
 	ids, stopped, err := observeLeaders(ctx, e)
 	if err != nil {

@@ -40,9 +40,10 @@ flags:
   --session-timeout DURATION     ZooKeeper session timeout (default 10s)
 
 CMD runs in its own process group with ZKLOCK_TOKEN (the fencing token),
-ZKLOCK_PATH and ZKLOCK_NODE in its environment. SIGINT and SIGTERM are
-forwarded to it. If the lock is lost while CMD runs, CMD's process group
-gets SIGTERM (then SIGKILL after --kill-after) and zklock exits with 75.
+ZKLOCK_PATH and ZKLOCK_NODE in its environment. SIGINT, SIGTERM and SIGHUP
+are forwarded to it; the lock is released when it exits. If the lock is
+lost while CMD runs, CMD's process group gets SIGTERM (then SIGKILL after
+--kill-after) and zklock exits with 75.
 `
 
 const electHelp = `usage: zklock elect [flags] PATH [--] CMD [ARG...]
@@ -116,7 +117,8 @@ func (h *holdFlags) check() error {
 }
 
 // waitContext returns the context of the wait for the lock: bounded by
-// --timeout and cancelled (with a signalError cause) by SIGINT or SIGTERM.
+// --timeout and cancelled (with a signalError cause) by SIGINT, SIGTERM or
+// SIGHUP.
 // stop ends the signal watch and reports the signal that cancelled, if
 // any; the signals that arrive later are left in sigs.
 func (h *holdFlags) waitContext(sigs <-chan os.Signal) (ctx context.Context, stop func() os.Signal) {
@@ -252,11 +254,17 @@ func newElectCommand() *command {
 	return cmd
 }
 
+// forwarded are the signals zklock passes on to CMD's process group, and
+// that end a wait for the lock: SIGHUP among them, since an operator's
+// closing SSH session sends it, and zklock must then release the lock
+// rather than die with it held until its session expires.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
 // hold connects, takes what take takes, runs CMD under it and releases it.
 func hold(p *proc, cfg connConfig, f *holdFlags, path string, argv []string,
 	take func(context.Context, *recipe.Client) (recipe.Held, error)) error {
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
 	c, err := connect(cfg)

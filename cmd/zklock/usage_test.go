@@ -10,7 +10,10 @@ import (
 // run runs Main in this process with an environment of its own.
 func runMain(args []string, env map[string]string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = Main(args, &out, &errOut, func(k string) string { return env[k] })
+	code = Main(args, &out, &errOut, func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	})
 	return code, out.String(), errOut.String()
 }
 
@@ -41,6 +44,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "--zk", "a:1,,b:2", "/a", "true"}, nil, "empty server"},
 		{[]string{"run", "--zk", "zk1", "/a", "true"}, nil, "host:port"},
 		{[]string{"run", "/a", "true"}, map[string]string{"ZKLOCK_AUTH": "nocolon"}, "ZKLOCK_AUTH"},
+		{[]string{"run", "/a", "true"}, map[string]string{"ZKLOCK_AUTH": "user:"}, `ZKLOCK_AUTH: empty password for user "user"`},
+		{[]string{"run", "/a", "true"}, map[string]string{"ZKLOCK_SERVERS": ""}, "ZKLOCK_SERVERS is set but empty"},
+		{[]string{"ls", "/a"}, map[string]string{"ZKLOCK_SERVERS": " "}, "ZKLOCK_SERVERS is set but empty"},
 		{[]string{"elect", "--id", "", "/a", "true"}, nil, "--id"},
 		{[]string{"elect", "-n", "/a", "true"}, nil, "unknown flag -n"},
 		{[]string{"leader", "/a", "/b"}, nil, "unexpected argument"},
