@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zkrecipes/zkrecipes/driver"
@@ -108,7 +107,7 @@ func (a *attempt) newID() {
 		a.dupRisk = false
 	}
 	*a = attempt{l: a.l, try: a.try, span: a.span, phase: a.phase, inflight: a.inflight, waited: a.waited,
-		prefix: protectedPrefix + uuid.NewString() + "-"}
+		prefix: protectedPrefix + a.l.c.newUUID() + "-"}
 }
 
 // run takes the attempt through its phases until it holds, retrying

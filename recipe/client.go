@@ -28,6 +28,7 @@ const instrumentationName = "github.com/zkrecipes/zkrecipes"
 type Client struct {
 	zk     zkSeam   // everything the engine learns from ZooKeeper
 	conn   *zk.Conn // the go-zookeeper connection behind zk (see Conn)
+	hooks  *testHooks
 	cfg    config
 	log    *slog.Logger
 	tracer trace.Tracer
@@ -63,24 +64,30 @@ type Client struct {
 // returns when it is established, or with an error when ctx ends first (the
 // half-open connection is then closed). Bad input is refused before any I/O.
 func Connect(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
+	return connect(ctx, servers, nil, opts)
+}
+
+// connect is Connect with the settings of tests (none: nil).
+func connect(ctx context.Context, servers []string, hooks *testHooks, opts []Option) (*Client, error) {
 	cfg, err := connectConfig(ctx, servers, opts)
 	if err != nil {
 		return nil, err
 	}
 	c := newClient(cfg)
+	c.hooks = hooks
 	live := &liveZK{c: c, start: time.Now()}
 	c.zk = live
 	dial := cfg.dialer
 	if dial == nil {
 		dial = net.DialTimeout
 	}
-	conn, _, err := zk.Connect(servers, cfg.sessionTimeout,
+	conn, _, err := zk.Connect(servers, cfg.sessionTimeout, withHooks(hooks,
 		zk.WithHostProvider(&hostProvider{c: c}),
 		zk.WithDialer(c.wrapDialer(dial)),
 		zk.WithEventCallback(live.onEvent),
 		zk.WithLogger(zkLogger{c.log, c}),
 		zk.WithLogInfo(false),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("recipe: connect: %w", err)
 	}

@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"math/rand/v2"
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/retry"
@@ -37,7 +36,7 @@ func (h *hostProvider) Init(servers []string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.servers = append([]string(nil), servers...)
-	rand.Shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
+	h.c.shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
 	h.pace = h.c.Backoff()
 	return nil
 }

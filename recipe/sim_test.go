@@ -12,30 +12,33 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/driver"
-	"github.com/zkrecipes/zkrecipes/internal/simzk"
+	"github.com/zkrecipes/zkrecipes/recipe/internal/simzk"
 )
 
-// Deterministic simulation. The engine runs against internal/simzk, an
-// in-memory ZooKeeper, inside a synctest bubble: time is virtual, so a
-// 2-second session costs nothing, and the faults (lost replies, dropped
-// requests and connections, partitions shorter and longer than the
-// session, expiry, slow replies, pauses) are drawn from a seed. Every
-// schedule is checked: one holder at a time (at most N leases), the
-// holder told before anyone else is granted, guarded writes only while
-// held, no call past its context, no node left behind.
+// Deterministic simulation. The client runs as production builds it
+// (Connect: go-zookeeper, the wire tap, direct requests, the host
+// provider) against recipe/internal/simzk, a model ZooKeeper server that
+// speaks the wire protocol over in-memory connections, inside a synctest
+// bubble: time is virtual, so a 2-second session costs nothing, and the
+// faults are drawn from a seed: connections that die after the server
+// applied a request or before it read it, partitions both ways and one
+// way, shorter and longer than the session, slow links, frames in pieces,
+// expiry (also while cut off, seen only on reconnect), a server restart
+// with its state kept, and pauses. Every schedule is checked: one holder
+// at a time (at most N leases), the holder told before anyone else is
+// granted, guarded writes only while held, no call past its context, no
+// node left, and, once the last fault is over, a free lock taken by every
+// client within simLiveBound.
 //
 // The seed fixes the workload and the fault schedule; Go does not fix the
 // interleaving of goroutines within one instant of virtual time, so a
 // failing seed may pass on replay. Failures found are kept as scripted
-// cases in simCases, which replay the same faults at the same requests.
+// cases in simCases, which replay the same faults at the same times.
 
 var (
 	simSchedules = flag.Int("sim.schedules", 2000, "schedules TestSimulate runs (200 under -short)")
@@ -77,17 +80,51 @@ type simRun struct {
 	trace []string
 	fails []string
 	holds []*simHold // every hold, in grant order
-	// faults is the schedule of faults, by client: at each of these
-	// request numbers of that client (counted from 1), the fault.
+	// faults is the schedule of faults, in time order.
 	faults []simFault
+	// killed are the sessions the server expired on its own (see
+	// simHold.killed).
+	killed map[int64]bool
 }
 
 // simFault is one fault of a schedule.
 type simFault struct {
 	At     time.Duration // virtual time after the start
 	Client int
-	Kind   string        // "lose-reply", "drop-request", "drop", "partition", "expire", "slow", "pause"
-	Dur    time.Duration // partition, slow replies, pause
+	Kind   string        // one of simFaultKinds
+	Dur    time.Duration // partitions, slow links, pauses, restarts
+}
+
+// simFaultKinds are the faults a schedule draws from:
+//
+//   - lose-reply: the connection dies once the server has applied the
+//     client's next request, before the reply;
+//   - drop-request: the connection dies as the next request arrives;
+//   - drop: the client's connections are reset;
+//   - partition, partition-up, partition-down: the client is cut off
+//     both ways, from the server only, or the server's replies only;
+//   - expire: the server expires the client's session;
+//   - slow: the link delays every frame by Dur, one way, for 2s;
+//   - pause: the process pauses (see inject);
+//   - pieces: every frame, both ways, arrives in three pieces for 2s;
+//   - expire-cut: the session expires while the client is cut off (1.5
+//     sessions), so the client learns of it only on reconnecting;
+//   - restart: the server is down for Dur and comes back with its state.
+var simFaultKinds = []string{"lose-reply", "drop-request", "drop", "partition", "expire", "slow", "pause",
+	"partition-up", "partition-down", "pieces", "expire-cut", "restart"}
+
+// simWindow is how long slow and pieces last.
+const simWindow = 2 * time.Second
+
+// over is when the fault is over, for a session of the given timeout.
+func (f simFault) over(session time.Duration) time.Duration {
+	switch f.Kind {
+	case "slow", "pieces":
+		return f.At + simWindow
+	case "expire-cut":
+		return f.At + session*3/2
+	}
+	return f.At + f.Dur
 }
 
 func (f simFault) String() string {
@@ -101,13 +138,13 @@ func (f simFault) String() string {
 // drawFaults draws a schedule of faults over the first span of virtual
 // time.
 func drawFaults(rng *rand.Rand, cfg simConfig, span time.Duration) []simFault {
-	kinds := []string{"lose-reply", "drop-request", "drop", "partition", "expire", "slow", "pause"}
+	kinds := simFaultKinds
 	n := 1 + rng.IntN(4)
 	out := make([]simFault, n)
 	for i := range out {
 		f := simFault{At: time.Duration(rng.Int64N(int64(span))), Client: rng.IntN(cfg.clients), Kind: kinds[rng.IntN(len(kinds))]}
 		switch f.Kind {
-		case "partition", "pause":
+		case "partition", "pause", "partition-up", "partition-down", "restart":
 			// shorter and longer than the loss timeout and the session
 			f.Dur = []time.Duration{cfg.session / 4, cfg.session * 3 / 4, cfg.session + cfg.session/2}[rng.IntN(3)]
 		case "slow":
@@ -133,167 +170,37 @@ func (r *simRun) fail(format string, args ...any) {
 	r.trace = append(r.trace, fmt.Sprintf("%8v  FAIL ", time.Since(r.start))+msg)
 }
 
-// simClient is one client of a schedule: a Client on a Conn of the world.
+// simClient is one client of a schedule: a Client on a host of the world.
 type simClient struct {
 	id    int
 	c     *Client
-	seam  *simSeam
+	host  *simzk.Host
 	pause chan time.Duration // a pause of the process, for its holder
-	// killed: the server expired the client's session on its own, and the
-	// client has not yet seen a new session: what it is granted meanwhile
-	// may be dead on arrival (its reads were answered before the kill),
-	// which no client can tell until it hears of the expiry.
-	killed atomic.Bool
 }
 
-// simSeam is the engine's seam on a simulated connection.
-type simSeam struct {
-	*simzk.Conn
-	c     *Client
-	start time.Time
+// simServer is the address the clients dial; nothing resolves it.
+const simServer = "simzk:2181"
 
-	mu      sync.Mutex
-	zxids   map[string]int64
-	written map[string]chan struct{}
-}
+// simBufferSize sizes go-zookeeper's buffers in the simulation: the
+// largest frame a schedule sees is a listing of a few dozen nodes.
+const simBufferSize = 64 << 10
 
-func (s *simSeam) createZxid(path string) (int64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	z, ok := s.zxids[path]
-	delete(s.zxids, path)
-	return z, ok
-}
-
-func (s *simSeam) createWritten(path string) (<-chan struct{}, func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ch := s.written[path]
-	if ch == nil {
-		ch = make(chan struct{})
-		s.written[path] = ch
+// newSimClient connects a client to the world, as Connect does for users,
+// with the schedule's seed for its node ids and small buffers.
+func (r *simRun) newSimClient(id int) (*simClient, error) {
+	h := r.world.NewHost(fmt.Sprintf("client%d", id))
+	opts := []Option{WithDialer(h.Dial), WithSessionTimeout(r.cfg.session)}
+	if r.cfg.tolerant {
+		opts = append(opts, WithSuspensionTolerance())
 	}
-	return ch, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.written[path] == ch {
-			delete(s.written, path)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hooks := &testHooks{bufferSize: simBufferSize, rand: newLockedRand(r.seed<<8 | uint64(id))}
+	c, err := connect(ctx, []string{simServer}, hooks, opts)
+	if err != nil {
+		return nil, err
 	}
-}
-
-func (s *simSeam) now() time.Duration { return time.Since(s.start) }
-
-// newSimClient connects a client to the world.
-func (r *simRun) newSimClient(id int) *simClient {
-	cfg := defaultConfig()
-	cfg.sessionTimeout = r.cfg.session
-	cfg.tolerateSuspension = r.cfg.tolerant
-	if err := cfg.validate(); err != nil {
-		panic(err)
-	}
-	c := newClient(cfg)
-	s := &simSeam{c: c, start: time.Now(), zxids: map[string]int64{}, written: map[string]chan struct{}{}}
-	events := newEventQueue()
-	var conn *simzk.Conn
-	var connMu sync.Mutex
-	s.Conn = r.world.Connect(cfg.sessionTimeout, func(ev zk.Event) {
-		if ev.Type != zk.EventSession {
-			return
-		}
-		connMu.Lock()
-		cn := conn
-		connMu.Unlock()
-		if cn == nil {
-			return // the first session's, announced below once Connect returns
-		}
-		events.push(sessionEv{ev.State, cn.SessionID()}) // the session the event is about, read as it is sent
-	})
-	connMu.Lock()
-	conn = s.Conn
-	connMu.Unlock()
-	s.Conn.OnWritten(func(op, path string) {
-		if op != "create" {
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if ch := s.written[path]; ch != nil {
-			select {
-			case <-ch:
-			default:
-				close(ch)
-			}
-		}
-	})
-	s.Conn.OnReply(func(op, path string, zxid int64, written time.Time, err error) {
-		if errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrSessionExpired) {
-			return
-		}
-		if op == "create" && err == nil {
-			s.mu.Lock()
-			s.zxids[path] = zxid
-			s.mu.Unlock()
-		}
-		c.heardAt(int64(written.Sub(s.start)))
-	})
-	c.zk = s
-	c.sessionEvent(zk.StateHasSession, s.SessionID(), "sim")
-	cl := &simClient{id: id, c: c, seam: s, pause: make(chan time.Duration, 1)}
-	first := s.SessionID()
-	c.goroutine(func() {
-		events.run(c.lifetime.Done(), func(ev sessionEv) {
-			if ev.state == zk.StateHasSession && ev.sid != first {
-				cl.killed.Store(false)
-			}
-			c.sessionEvent(ev.state, ev.sid, "sim")
-		})
-	})
-	c.goroutine(c.watchdog)
-	return cl
-}
-
-// eventQueue hands session events from the model to the client in order,
-// without blocking the model.
-type eventQueue struct {
-	mu    sync.Mutex
-	queue []sessionEv
-	ready chan struct{}
-}
-
-// sessionEv is a session event and the session it concerns.
-type sessionEv struct {
-	state zk.State
-	sid   int64
-}
-
-func newEventQueue() *eventQueue { return &eventQueue{ready: make(chan struct{}, 1)} }
-
-func (q *eventQueue) push(ev sessionEv) {
-	q.mu.Lock()
-	q.queue = append(q.queue, ev)
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-func (q *eventQueue) run(done <-chan struct{}, deliver func(sessionEv)) {
-	for {
-		select {
-		case <-done:
-			return
-		case <-q.ready:
-		}
-		q.mu.Lock()
-		evs := q.queue
-		q.queue = nil
-		q.mu.Unlock()
-		for _, ev := range evs {
-			deliver(ev)
-		}
-	}
+	return &simClient{id: id, c: c, host: h, pause: make(chan time.Duration, 1)}, nil
 }
 
 // simHold is one hold as its holder saw it.
@@ -308,11 +215,16 @@ type simHold struct {
 	// killed: the server expired the session on its own (World.Expire, an
 	// operator's kill): the holder cannot be told first, as with a node
 	// deleted by another client; the register still may not take its
-	// writes.
-	killed bool
+	// writes. A hold granted on a killed session, from replies read
+	// before the kill, is killed too.
+	killed  bool
+	session int64
 }
 
 const simPath = "/sim/lock"
+
+// simFree holds the free locks of the liveness check.
+const simFree = "/sim/free"
 
 // simBound bounds a schedule's workload in virtual time: far more than
 // its cycles' deadlines add up to.
@@ -352,7 +264,7 @@ func (r *simRun) lockFor(cl *simClient, i int) (*Lock, byte, error) {
 func (r *simRun) granted(h *simHold) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if h.killed {
+	if h.killed = r.killed[h.session]; h.killed {
 		r.holds = append(r.holds, h)
 		return
 	}
@@ -410,7 +322,7 @@ func (r *simRun) cycleLoop(cl *simClient, rng *rand.Rand) {
 			time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
 			continue
 		}
-		sh := &simHold{h: h, client: cl.id, killed: cl.killed.Load(), token: h.Token(), node: h.Node(), mode: mode, done: h.Done()}
+		sh := &simHold{h: h, client: cl.id, session: h.session, token: h.Token(), node: h.Node(), mode: mode, done: h.Done()}
 		r.granted(sh)
 		r.logf("client %d: holds %s (token %d)", cl.id, h.Node(), h.Token())
 		r.hold(cl, h, sh, rng)
@@ -471,17 +383,21 @@ func (r *simRun) inject(clients []*simClient) {
 		if d := f.At - time.Since(r.start); d > 0 {
 			time.Sleep(d)
 		}
-		conn := clients[f.Client].seam.Conn
+		cl := clients[f.Client]
 		r.logf("fault: %v", f)
 		switch f.Kind {
 		case "lose-reply":
-			conn.LoseNextReply()
+			cl.host.DieAfterApply(simzk.AnyOp)
 		case "drop-request":
-			conn.DropNextRequest()
+			cl.host.DieBeforeRead(simzk.AnyOp)
 		case "drop":
-			conn.DropConnection()
+			cl.host.Drop()
 		case "partition":
-			conn.Partition(f.Dur)
+			cl.host.Partition(f.Dur, true, true)
+		case "partition-up":
+			cl.host.Partition(f.Dur, true, false)
+		case "partition-down":
+			cl.host.Partition(f.Dur, false, true)
 		case "pause":
 			// A paused process is, to the ensemble, a client whose
 			// traffic stops both ways: a partition. To itself, its holder
@@ -490,25 +406,86 @@ func (r *simRun) inject(clients []*simClient) {
 			// running here, as they do not in a real pause: the pause's
 			// threat, a write that goes out after the session expired,
 			// is what the register checks.)
-			conn.Partition(f.Dur)
+			cl.host.Partition(f.Dur, true, true)
 			select {
-			case clients[f.Client].pause <- f.Dur:
+			case cl.pause <- f.Dur:
 			default:
 			}
 		case "expire":
-			clients[f.Client].killed.Store(true)
-			r.mu.Lock()
-			for _, h := range r.holds {
-				if h.client == f.Client {
-					h.killed = true
-				}
-			}
-			r.mu.Unlock()
-			r.world.Expire(conn.SessionID())
+			r.expire(cl)
+		case "expire-cut":
+			cl.host.Partition(r.cfg.session*3/2, true, true)
+			r.expire(cl)
 		case "slow":
-			conn.SlowReplies(f.Dur)
+			cl.host.Slow(f.Dur, simWindow)
+		case "pieces":
+			cl.host.Pieces(3, simWindow)
+		case "restart":
+			r.world.Restart(f.Dur)
 		}
 	}
+}
+
+// expire makes the server expire the client's session now: its holds, and
+// any granted later from replies read before, are killed.
+func (r *simRun) expire(cl *simClient) {
+	sid := cl.host.Session()
+	r.mu.Lock()
+	r.killed[sid] = true
+	for _, h := range r.holds {
+		if h.session == sid {
+			h.killed = true
+		}
+	}
+	r.mu.Unlock()
+	r.world.Expire(sid)
+}
+
+// simLiveBound is the bound B of the liveness check: once a schedule's
+// last fault is over, a take of a free lock succeeds within it. For a
+// session timeout S it is 1.5 S + 1s: the client may need the loss
+// timeout and the session timeout to learn that its session is gone,
+// and a round of reconnects paced by its retry policy.
+func simLiveBound(session time.Duration) time.Duration { return session*3/2 + time.Second }
+
+// checkLiveness waits until the last fault is over, then has every
+// client take, and release, a free lock of its own; each take must
+// succeed within simLiveBound.
+func (r *simRun) checkLiveness(clients []*simClient) {
+	var end time.Duration
+	for _, f := range r.faults {
+		end = max(end, f.over(r.cfg.session))
+	}
+	if d := end - time.Since(r.start); d > 0 {
+		time.Sleep(d)
+	}
+	bound := simLiveBound(r.cfg.session)
+	var wg sync.WaitGroup
+	for _, cl := range clients {
+		wg.Go(func() {
+			path := fmt.Sprintf("%s/%d", simFree, cl.id)
+			l, err := NewLock(cl.c, path, LockSpec{Recipe: "mutex", LockName: "lock-", Driver: driver.Mutex()}, nil)
+			if err != nil {
+				r.fail("client %d: NewLock: %v", cl.id, err)
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			begin := time.Now()
+			h, err := l.Acquire(ctx)
+			if err != nil {
+				r.fail("liveness: client %d did not take a free lock within %v after the last fault: %v", cl.id, bound, err)
+				return
+			}
+			r.logf("client %d: took the free lock %v after the last fault", cl.id, time.Since(begin))
+			rctx, rcancel := context.WithTimeout(context.Background(), bound)
+			defer rcancel()
+			if err := h.Release(rctx); err != nil {
+				r.logf("client %d: released the free lock: %v", cl.id, err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // checkRegister checks the register's history (the sequence numbers give
@@ -585,16 +562,25 @@ func (r *simRun) run() {
 	r.world = simzk.New(r.seed)
 	defer r.world.Close()
 	r.start = time.Now()
-	setup := r.world.Connect(time.Minute, func(zk.Event) {})
-	for _, p := range []string{"/sim", simRegister} {
-		if _, err := setup.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	r.killed = map[int64]bool{}
+	for _, p := range []string{"/sim", simRegister, simFree} {
+		if err := r.world.CreateNode(p, nil); err != nil {
 			r.fail("setup: %v", err)
 		}
 	}
-	setup.Close()
-	clients := make([]*simClient, r.cfg.clients)
-	for i := range clients {
-		clients[i] = r.newSimClient(i)
+	clients := make([]*simClient, 0, r.cfg.clients)
+	defer func() {
+		for _, cl := range clients {
+			cl.c.Close()
+		}
+	}()
+	for i := range r.cfg.clients {
+		cl, err := r.newSimClient(i)
+		if err != nil {
+			r.fail("client %d: connect: %v", i, err)
+			return
+		}
+		clients = append(clients, cl)
 	}
 	var wg sync.WaitGroup
 	for i, cl := range clients {
@@ -602,6 +588,7 @@ func (r *simRun) run() {
 		wg.Go(func() { r.cycleLoop(cl, rng) })
 	}
 	wg.Go(func() { r.inject(clients) })
+	wg.Go(func() { r.checkLiveness(clients) })
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	select {

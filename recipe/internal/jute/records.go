@@ -375,8 +375,9 @@ func (r *Reader) ReadMulti() []MultiOp {
 
 // MultiResult is one result of a multi reply: Op is the op's type, or
 // OpError with Err for a failed op and for every op of a multi that
-// failed; Path comes with creates, Stat with OpCreate2 (a container
-// create answers so) and OpSetData.
+// failed; Path comes with creates, Stat with OpCreate2, OpCreateContainer
+// (a container create in a multi is answered so), OpCreateTTL and
+// OpSetData.
 type MultiResult struct {
 	Op   int32
 	Err  int32
@@ -394,7 +395,7 @@ func AppendMultiResults(b []byte, res []MultiResult) []byte {
 			b = AppendInt32(b, m.Err)
 		case OpCreate:
 			b = AppendString(b, m.Path)
-		case OpCreate2:
+		case OpCreate2, OpCreateContainer, OpCreateTTL:
 			b = m.Stat.Append(AppendString(b, m.Path))
 		case OpSetData:
 			b = m.Stat.Append(b)
@@ -422,7 +423,7 @@ func (r *Reader) ReadMultiResults() []MultiResult {
 			m.Err = r.Int32()
 		case OpCreate:
 			m.Path = r.String()
-		case OpCreate2:
+		case OpCreate2, OpCreateContainer, OpCreateTTL:
 			m.Path = r.String()
 			m.Stat.Read(r)
 		case OpSetData:

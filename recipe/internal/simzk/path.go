@@ -82,14 +82,3 @@ func parseFlags(flags int32) (createMode, error) {
 	}
 	return createMode{}, fmt.Errorf("invalid flag value: [%v]", flags)
 }
-
-// codeError is the error go-zookeeper makes of a server error code it has
-// no sentinel for, such as -2 (runtime inconsistency) for the operations
-// of a failed multi after the one that failed.
-func codeError(code int32) error {
-	return fmt.Errorf("unknown error: %v", zk.ErrCode(code))
-}
-
-// errRuntimeInconsistency is the error of each operation of a failed multi
-// after the one that failed.
-var errRuntimeInconsistency = codeError(-2)

@@ -26,6 +26,10 @@ type World struct {
 	dataW  map[string]map[*link]struct{}
 	childW map[string]map[*link]struct{}
 
+	ends    map[*end]struct{} // the server ends of the open connections
+	down    bool              // the server is down (Restart): dials are refused
+	upSince time.Time         // when it came up last: no session expires sooner than its timeout after
+
 	closed bool
 	done   chan struct{} // closed by Close
 	kick   chan struct{} // wakes the session clock
@@ -85,6 +89,7 @@ type session struct {
 	timeout    time.Duration
 	lastHeard  time.Time
 	link       *link // the connection it is attached to, nil if none
+	passwd     []byte
 	ephemerals map[string]struct{}
 }
 
@@ -100,6 +105,7 @@ func New(seed uint64) *World {
 		sessions: make(map[int64]*session),
 		dataW:    make(map[string]map[*link]struct{}),
 		childW:   make(map[string]map[*link]struct{}),
+		ends:     make(map[*end]struct{}),
 		done:     make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 	}
@@ -118,10 +124,9 @@ func New(seed uint64) *World {
 	return w
 }
 
-// Close stops the ensemble: every client is closed (pending calls fail
-// with zk.ErrConnectionClosed, watchers get EventNotWatching with
-// zk.ErrClosing), and every goroutine of the World has ended when it
-// returns. It must not be called from a callback of a Conn.
+// Close stops the server: it closes every connection and refuses new
+// ones, and every goroutine of the World has ended when it returns.
+// Close the clients first: go-zookeeper reconnects until it is closed.
 func (w *World) Close() {
 	w.mu.Lock()
 	if w.closed {
@@ -131,8 +136,50 @@ func (w *World) Close() {
 	}
 	w.closed = true
 	close(w.done)
+	for e := range w.ends {
+		e.Close()
+	}
 	w.mu.Unlock()
 	w.wg.Wait()
+}
+
+// Restart stops the server for d, keeping its state, as a server
+// restarted from its snapshot and log does: every connection is reset,
+// dials are refused while it is down, and its sessions live on, each
+// with its whole timeout again from the moment it is back.
+func (w *World) Restart(d time.Duration) {
+	w.mu.Lock()
+	if w.closed || w.down {
+		w.mu.Unlock()
+		return
+	}
+	w.down = true
+	for _, s := range w.sessions {
+		if s.link != nil {
+			w.closeLink(s.link, closeCut)
+		}
+	}
+	for e := range w.ends {
+		e.abort()
+	}
+	w.mu.Unlock()
+	w.after(d, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.down = false
+		w.upSince = time.Now()
+		w.kickClock()
+	})
+}
+
+// after runs f after d, in the bubble.
+func (w *World) after(d time.Duration, f func()) { time.AfterFunc(d, f) }
+
+func (w *World) kickClock() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Zxid returns the zxid of the last transaction.
@@ -203,7 +250,10 @@ func (w *World) clock() {
 		var next time.Time
 		var due []*session
 		for _, s := range w.sessions {
-			d := s.lastHeard.Add(s.timeout)
+			if w.down {
+				break
+			}
+			d := later(s.lastHeard, w.upSince).Add(s.timeout)
 			if !d.After(now) {
 				due = append(due, s)
 			} else if next.IsZero() || d.Before(next) {
@@ -239,12 +289,13 @@ func (w *World) newSession(timeout time.Duration) *session {
 		timeout:    timeout,
 		lastHeard:  time.Now(),
 		ephemerals: make(map[string]struct{}),
+		passwd:     make([]byte, passwdLen),
+	}
+	for i := range s.passwd {
+		s.passwd[i] = byte(w.rng.Uint32())
 	}
 	w.sessions[s.id] = s
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
+	w.kickClock()
 	return s
 }
 
@@ -362,7 +413,7 @@ func (w *World) triggerWatch(child bool, path string, typ zk.EventType, skip map
 		if _, ok := skip[l]; ok {
 			continue
 		}
-		l.push(message{kind: msgEvent, ev: zk.Event{Type: typ, State: zk.StateSyncConnected, Path: path}})
+		l.push(typ, path)
 	}
 	return set
 }
@@ -390,7 +441,7 @@ func (t *txn) create(path string, data []byte, acl []zk.ACL, mode createMode, ow
 	}
 	if mode.ttl {
 		// TTL nodes are off unless the server enables extended types.
-		return "", codeError(-6)
+		return "", codeErr(errUnimplemented)
 	}
 	if path == "/" && !mode.sequential {
 		return "", zk.ErrNodeExists
@@ -578,4 +629,61 @@ func (w *World) children(n *node) []string {
 	slices.Sort(names)
 	w.rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	return names
+}
+
+// How a connection ends, for closeLink.
+type closeHow int
+
+const (
+	closeBroken closeHow = iota // the client is gone
+	closeEOF                    // the server closes: the client reads what was sent, then the end
+	closeCut                    // the connection breaks: what was in flight is lost
+)
+
+// closeLink ends the server's side of a connection: its watches go, and
+// nothing more is sent on it. Under World.mu.
+func (w *World) closeLink(l *link, how closeHow) {
+	if l.closed {
+		return
+	}
+	for p := range l.dataW {
+		if set := w.dataW[p]; set != nil {
+			delete(set, l)
+			if len(set) == 0 {
+				delete(w.dataW, p)
+			}
+		}
+	}
+	for p := range l.childW {
+		if set := w.childW[p]; set != nil {
+			delete(set, l)
+			if len(set) == 0 {
+				delete(w.childW, p)
+			}
+		}
+	}
+	l.dataW, l.childW = nil, nil
+	l.closed = true
+	if how == closeCut {
+		l.conn.abort()
+	}
+	l.conn.Close()
+	if l.s.link == l {
+		l.s.link = nil
+	}
+}
+
+// CreateNode creates a persistent node, as a client's create would, for
+// a test's setup.
+func (w *World) CreateNode(path string, data []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := w.begin()
+	_, err := t.create(path, data, []zk.ACL{{Perms: zk.PermAll, Scheme: "world", ID: "anyone"}}, createMode{}, 0, true)
+	if err != nil {
+		t.rollback()
+		return err
+	}
+	t.commit()
+	return nil
 }

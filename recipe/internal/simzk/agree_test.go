@@ -20,13 +20,14 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkrecipes/zkrecipes/internal/simzk"
+	"github.com/zkrecipes/zkrecipes/recipe/internal/jute"
+	"github.com/zkrecipes/zkrecipes/recipe/internal/simzk"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
 func TestMain(m *testing.M) { zktest.Main(m) }
 
-// conn is what a script calls: both *zk.Conn and *simzk.Conn have it.
+// conn is what a script calls: go-zookeeper's client, on both sides.
 type conn interface {
 	Children(path string) ([]string, *zk.Stat, error)
 	ChildrenW(path string) ([]string, *zk.Stat, <-chan zk.Event, error)
@@ -42,10 +43,7 @@ type conn interface {
 	Close()
 }
 
-var (
-	_ conn = (*zk.Conn)(nil)
-	_ conn = (*simzk.Conn)(nil)
-)
+var _ conn = (*zk.Conn)(nil)
 
 // faults are the faults a script can inject, on either side.
 type faults interface {
@@ -371,13 +369,14 @@ type script struct {
 
 type modelFaults struct {
 	w     *simzk.World
-	conns []*simzk.Conn
+	hosts []*simzk.Host
+	conns []*zk.Conn
 }
 
 func (f *modelFaults) expire(i int)         { f.w.Expire(f.conns[i].SessionID()) }
-func (f *modelFaults) drop(i int)           { f.conns[i].DropConnection() }
-func (f *modelFaults) loseNextCreate(i int) { f.conns[i].LoseNextReply() }
-func (f *modelFaults) dropNextCreate(i int) { f.conns[i].DropNextRequest() }
+func (f *modelFaults) drop(i int)           { f.hosts[i].Drop() }
+func (f *modelFaults) loseNextCreate(i int) { f.hosts[i].DieAfterApply(jute.OpCreate) }
+func (f *modelFaults) dropNextCreate(i int) { f.hosts[i].DieBeforeRead(jute.OpCreate) }
 func (f *modelFaults) close(i int)          { f.conns[i].Close() }
 func (f *modelFaults) settle()              {}
 
@@ -388,9 +387,10 @@ func runModel(t *testing.T, s script) []string {
 		defer w.Close()
 		f := &modelFaults{w: w}
 		e := newEnv(t, "/zktest/"+s.name, f)
-		for range s.clients {
-			r := &recorder{}
-			c := w.Connect(zktest.DefaultSessionTimeout, r.add)
+		for i := range s.clients {
+			h := w.NewHost(fmt.Sprint("client", i))
+			c, r := dial(h, zktest.DefaultSessionTimeout)
+			f.hosts = append(f.hosts, h)
 			f.conns = append(f.conns, c)
 			e.add(c, r)
 		}

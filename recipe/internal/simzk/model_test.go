@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkrecipes/zkrecipes/internal/simzk"
+	"github.com/zkrecipes/zkrecipes/recipe/internal/simzk"
 )
 
 const timeout = 3 * time.Second // session timeout of the unit tests
@@ -22,14 +22,61 @@ func sim(t *testing.T, f func(t *testing.T, w *simzk.World)) {
 	synctest.Test(t, func(t *testing.T) {
 		w := simzk.New(42)
 		defer w.Close()
+		defer closeClients(w)
 		f(t, w)
 	})
 }
 
-// client connects a client that records its events.
-func client(w *simzk.World) (*simzk.Conn, *recorder) {
+// clients are the clients connected to each World, for closeClients.
+var clients = struct {
+	sync.Mutex
+	m map[*simzk.World][]*zk.Conn
+}{m: map[*simzk.World][]*zk.Conn{}}
+
+// closeClients closes the clients of w: go-zookeeper reconnects until it
+// is closed, and a bubble ends only once its goroutines have.
+func closeClients(w *simzk.World) {
+	clients.Lock()
+	cs := clients.m[w]
+	delete(clients.m, w)
+	clients.Unlock()
+	for _, c := range cs {
+		c.Close()
+	}
+}
+
+// client connects a go-zookeeper client that records its events, and
+// returns it once it has a session.
+func client(w *simzk.World) (*zk.Conn, *recorder) {
+	c, r, _ := clientOn(w)
+	return c, r
+}
+
+// clientOn is client with the client's host, for its faults.
+func clientOn(w *simzk.World) (*zk.Conn, *recorder, *simzk.Host) {
+	h := w.NewHost("client")
+	c, r := dial(h, timeout)
+	clients.Lock()
+	clients.m[w] = append(clients.m[w], c)
+	clients.Unlock()
+	return c, r, h
+}
+
+// dial connects a go-zookeeper client from host h, as the simulation
+// does: its dialer, a provider that resolves nothing, small buffers.
+func dial(h *simzk.Host, timeout time.Duration) (*zk.Conn, *recorder) {
 	r := &recorder{}
-	return w.Connect(timeout, r.add), r
+	c, _, err := zk.Connect([]string{"simzk:2181"}, timeout,
+		zk.WithDialer(h.Dial), zk.WithHostProvider(&simzk.HostProvider{}),
+		zk.WithEventCallback(r.add), zk.WithLogger(nopLogger{}), zk.WithLogInfo(false),
+		zk.WithMaxBufferSize(64<<10), zk.WithMaxConnBufferSize(64<<10))
+	if err != nil {
+		panic(err)
+	}
+	for c.State() != zk.StateHasSession {
+		time.Sleep(time.Millisecond)
+	}
+	return c, r
 }
 
 // must returns v, and panics (failing the test) on an error.
@@ -117,26 +164,26 @@ func must2[A, B any](a A, b B, err error) (A, B) {
 func TestErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		do   func(c *simzk.Conn) error
+		do   func(c *zk.Conn) error
 		want error
 	}{
-		{"create exists", func(c *simzk.Conn) error { _, err := c.Create("/p", nil, 0, acl); return err }, zk.ErrNodeExists},
-		{"create no parent", func(c *simzk.Conn) error { _, err := c.Create("/none/x", nil, 0, acl); return err }, zk.ErrNoNode},
-		{"create under ephemeral", func(c *simzk.Conn) error { _, err := c.Create("/e/x", nil, 0, acl); return err }, zk.ErrNoChildrenForEphemerals},
-		{"create no acl", func(c *simzk.Conn) error { _, err := c.Create("/q", nil, 0, nil); return err }, zk.ErrInvalidACL},
-		{"create bad path", func(c *simzk.Conn) error { _, err := c.Create("/p/../q", nil, 0, acl); return err }, zk.ErrInvalidPath},
-		{"create ttl", func(c *simzk.Conn) error { _, err := c.Create("/q", nil, zk.FlagTTL, acl); return err }, zk.ErrInvalidFlags},
-		{"container without flag", func(c *simzk.Conn) error { _, err := c.CreateContainer("/q", nil, 0, acl); return err }, zk.ErrInvalidFlags},
-		{"delete missing", func(c *simzk.Conn) error { return c.Delete("/none", -1) }, zk.ErrNoNode},
-		{"delete bad version", func(c *simzk.Conn) error { return c.Delete("/p", 3) }, zk.ErrBadVersion},
-		{"delete not empty", func(c *simzk.Conn) error { return c.Delete("/p", -1) }, zk.ErrNotEmpty},
-		{"delete root", func(c *simzk.Conn) error { return c.Delete("/", -1) }, zk.ErrBadArguments},
-		{"set missing", func(c *simzk.Conn) error { _, err := c.Set("/none", nil, -1); return err }, zk.ErrNoNode},
-		{"set bad version", func(c *simzk.Conn) error { _, err := c.Set("/p", nil, 1); return err }, zk.ErrBadVersion},
-		{"get missing", func(c *simzk.Conn) error { _, _, err := c.Get("/none"); return err }, zk.ErrNoNode},
-		{"children missing", func(c *simzk.Conn) error { _, _, err := c.Children("/none"); return err }, zk.ErrNoNode},
-		{"auth unknown scheme", func(c *simzk.Conn) error { return c.AddAuth("bogus", nil) }, zk.ErrAuthFailed},
-		{"auth digest", func(c *simzk.Conn) error { return c.AddAuth("digest", []byte("u:p")) }, nil},
+		{"create exists", func(c *zk.Conn) error { _, err := c.Create("/p", nil, 0, acl); return err }, zk.ErrNodeExists},
+		{"create no parent", func(c *zk.Conn) error { _, err := c.Create("/none/x", nil, 0, acl); return err }, zk.ErrNoNode},
+		{"create under ephemeral", func(c *zk.Conn) error { _, err := c.Create("/e/x", nil, 0, acl); return err }, zk.ErrNoChildrenForEphemerals},
+		{"create no acl", func(c *zk.Conn) error { _, err := c.Create("/q", nil, 0, nil); return err }, zk.ErrInvalidACL},
+		{"create bad path", func(c *zk.Conn) error { _, err := c.Create("/p/../q", nil, 0, acl); return err }, zk.ErrInvalidPath},
+		{"create ttl", func(c *zk.Conn) error { _, err := c.Create("/q", nil, zk.FlagTTL, acl); return err }, zk.ErrInvalidFlags},
+		{"container without flag", func(c *zk.Conn) error { _, err := c.CreateContainer("/q", nil, 0, acl); return err }, zk.ErrInvalidFlags},
+		{"delete missing", func(c *zk.Conn) error { return c.Delete("/none", -1) }, zk.ErrNoNode},
+		{"delete bad version", func(c *zk.Conn) error { return c.Delete("/p", 3) }, zk.ErrBadVersion},
+		{"delete not empty", func(c *zk.Conn) error { return c.Delete("/p", -1) }, zk.ErrNotEmpty},
+		{"delete root", func(c *zk.Conn) error { return c.Delete("/", -1) }, zk.ErrBadArguments},
+		{"set missing", func(c *zk.Conn) error { _, err := c.Set("/none", nil, -1); return err }, zk.ErrNoNode},
+		{"set bad version", func(c *zk.Conn) error { _, err := c.Set("/p", nil, 1); return err }, zk.ErrBadVersion},
+		{"get missing", func(c *zk.Conn) error { _, _, err := c.Get("/none"); return err }, zk.ErrNoNode},
+		{"children missing", func(c *zk.Conn) error { _, _, err := c.Children("/none"); return err }, zk.ErrNoNode},
+		{"auth unknown scheme", func(c *zk.Conn) error { return c.AddAuth("bogus", nil) }, zk.ErrAuthFailed},
+		{"auth digest", func(c *zk.Conn) error { return c.AddAuth("digest", []byte("u:p")) }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sim(t, func(t *testing.T, w *simzk.World) {
@@ -178,27 +225,27 @@ func TestFailedWritesTakeAZxid(t *testing.T) {
 }
 
 func TestWatchFiring(t *testing.T) {
-	type watchFn func(c *simzk.Conn) (<-chan zk.Event, error)
+	type watchFn func(c *zk.Conn) (<-chan zk.Event, error)
 	getW := func(p string) watchFn {
-		return func(c *simzk.Conn) (<-chan zk.Event, error) { _, _, ch, err := c.GetW(p); return ch, err }
+		return func(c *zk.Conn) (<-chan zk.Event, error) { _, _, ch, err := c.GetW(p); return ch, err }
 	}
 	existsW := func(p string) watchFn {
-		return func(c *simzk.Conn) (<-chan zk.Event, error) { _, _, ch, err := c.ExistsW(p); return ch, err }
+		return func(c *zk.Conn) (<-chan zk.Event, error) { _, _, ch, err := c.ExistsW(p); return ch, err }
 	}
 	childrenW := func(p string) watchFn {
-		return func(c *simzk.Conn) (<-chan zk.Event, error) { _, _, ch, err := c.ChildrenW(p); return ch, err }
+		return func(c *zk.Conn) (<-chan zk.Event, error) { _, _, ch, err := c.ChildrenW(p); return ch, err }
 	}
-	set := func(p string) func(c *simzk.Conn) error {
-		return func(c *simzk.Conn) error { _, err := c.Set(p, []byte("x"), -1); return err }
+	set := func(p string) func(c *zk.Conn) error {
+		return func(c *zk.Conn) error { _, err := c.Set(p, []byte("x"), -1); return err }
 	}
-	del := func(p string) func(c *simzk.Conn) error { return func(c *simzk.Conn) error { return c.Delete(p, -1) } }
-	create := func(p string) func(c *simzk.Conn) error {
-		return func(c *simzk.Conn) error { _, err := c.Create(p, nil, 0, acl); return err }
+	del := func(p string) func(c *zk.Conn) error { return func(c *zk.Conn) error { return c.Delete(p, -1) } }
+	create := func(p string) func(c *zk.Conn) error {
+		return func(c *zk.Conn) error { _, err := c.Create(p, nil, 0, acl); return err }
 	}
 	for _, tc := range []struct {
 		name   string
 		watch  watchFn
-		change func(c *simzk.Conn) error
+		change func(c *zk.Conn) error
 		want   zk.EventType // 0: no event
 	}{
 		{"get, set", getW("/n"), set("/n"), zk.EventNodeDataChanged},
@@ -284,9 +331,9 @@ func TestEventBeforeLaterReply(t *testing.T) {
 		t.Run(fmt.Sprint(slow), func(t *testing.T) {
 			sim(t, func(t *testing.T, w *simzk.World) {
 				a, _ := client(w)
-				b, _ := client(w)
+				b, _, bh := clientOn(w)
 				must(a.Create("/n", nil, 0, acl))
-				b.SlowReplies(slow)
+				bh.Slow(slow, time.Hour)
 				_, _, ch, err := b.GetW("/n")
 				if err != nil {
 					t.Fatal(err)
@@ -307,8 +354,8 @@ func TestEventBeforeLaterReply(t *testing.T) {
 				if ev, ok := received(ch); !ok || ev.Type != zk.EventNodeDataChanged {
 					t.Errorf("reply before the event (%v, %v)", ev, ok)
 				}
-				if got := time.Since(start); got != slow {
-					t.Errorf("the reply took %v, want %v", got, slow)
+				if got := time.Since(start); got != 2*slow {
+					t.Errorf("the reply took %v, want a round trip of %v", got, 2*slow)
 				}
 			})
 		})
@@ -496,13 +543,13 @@ func TestExpire(t *testing.T) {
 
 func TestPartitionExpiresSession(t *testing.T) {
 	sim(t, func(t *testing.T, w *simzk.World) {
-		a, ra := client(w)
+		a, ra, ah := clientOn(w)
 		b, _ := client(w)
 		must(a.Create("/e", nil, zk.FlagEphemeral, acl))
 		_, _, bw, _ := b.GetW("/e")
 		old := a.SessionID()
 		start := time.Now()
-		a.Partition(10 * time.Second)
+		ah.Partition(10*time.Second, true, true)
 		if _, _, err := a.Get("/e"); err != zk.ErrConnectionClosed {
 			t.Errorf("call during the partition: %v", err)
 		}
@@ -515,7 +562,12 @@ func TestPartitionExpiresSession(t *testing.T) {
 		if got := time.Since(start); ev.Type != zk.EventNodeDeleted || got > timeout || got < timeout*2/3 {
 			t.Errorf("the server expired the session after %v (%v)", got, ev)
 		}
-		// Reconnected once the partition ends, to a new session.
+		// Reconnected once the partition ends, to a new session (calls
+		// made meanwhile fail with zk.ErrNoServer at each of
+		// go-zookeeper's rounds).
+		for a.State() != zk.StateHasSession || a.SessionID() == old {
+			time.Sleep(time.Millisecond)
+		}
 		_, _, err := a.Get("/")
 		if err != nil || time.Since(start) < 10*time.Second {
 			t.Errorf("call after the partition: %v at %v", err, time.Since(start))
@@ -528,15 +580,15 @@ func TestPartitionExpiresSession(t *testing.T) {
 
 func TestPartitionSessionSurvives(t *testing.T) {
 	sim(t, func(t *testing.T, w *simzk.World) {
-		a, ra := client(w)
+		a, ra, ah := clientOn(w)
 		b, _ := client(w)
 		must(a.Create("/e", nil, zk.FlagEphemeral, acl))
 		must(b.Create("/n", nil, 0, acl))
 		_, _, aw, _ := a.GetW("/n")
 		sid := a.SessionID()
 		start := time.Now()
-		a.Partition(timeout * 5 / 6) // longer than the receive timeout, shorter than the session's
-		_, _ = b.Set("/n", nil, -1)  // a is told once reconnected
+		ah.Partition(timeout*5/6, true, true) // longer than the receive timeout, shorter than the session's
+		_, _ = b.Set("/n", nil, -1)           // a is told once reconnected
 		if _, err := a.Create("/x", nil, 0, acl); err != zk.ErrConnectionClosed {
 			t.Errorf("call during the partition: %v", err)
 		}
@@ -550,9 +602,6 @@ func TestPartitionSessionSurvives(t *testing.T) {
 		if a.SessionID() != sid || w.Snapshot()["/e"].EphemeralOwner != sid {
 			t.Error("the session did not survive")
 		}
-		if _, ok := w.Snapshot()["/x"]; ok {
-			t.Error("a request written into the abandoned connection was applied")
-		}
 		if ev := <-aw; ev.Type != zk.EventNodeDataChanged {
 			t.Errorf("watch: %+v", ev)
 		}
@@ -565,9 +614,9 @@ func TestPartitionSessionSurvives(t *testing.T) {
 
 func TestShortPartition(t *testing.T) {
 	sim(t, func(t *testing.T, w *simzk.World) {
-		a, ra := client(w)
+		a, ra, ah := clientOn(w)
 		start := time.Now()
-		a.Partition(500 * time.Millisecond)
+		ah.Partition(500*time.Millisecond, true, true)
 		p := must(a.Create("/n", nil, zk.FlagEphemeral, acl))
 		if got := time.Since(start); got != 500*time.Millisecond {
 			t.Errorf("the call took %v, want the partition's 500ms", got)
@@ -580,12 +629,13 @@ func TestShortPartition(t *testing.T) {
 
 func TestSlowRepliesBeyondReceiveTimeout(t *testing.T) {
 	sim(t, func(t *testing.T, w *simzk.World) {
-		a, ra := client(w)
-		a.SlowReplies(timeout)
+		a, ra, ah := clientOn(w)
+		ah.Slow(timeout, time.Hour)
 		if _, _, err := a.Get("/"); err != zk.ErrConnectionClosed {
 			t.Errorf("got %v, want a lost connection", err)
 		}
-		a.SlowReplies(0)
+		ah.Slow(0, time.Hour)
+		awaitSession(a, ra)
 		if _, _, err := a.Get("/"); err != nil {
 			t.Error(err)
 		}
@@ -597,16 +647,16 @@ func TestSlowRepliesBeyondReceiveTimeout(t *testing.T) {
 
 func TestLostReplyAndDroppedRequest(t *testing.T) {
 	sim(t, func(t *testing.T, w *simzk.World) {
-		a, ra := client(w)
+		a, ra, ah := clientOn(w)
 		sid := a.SessionID()
-		a.LoseNextReply()
+		ah.DieAfterApply(simzk.AnyOp)
 		if _, err := a.Create("/lost", nil, zk.FlagEphemeral, acl); err != zk.ErrConnectionClosed {
 			t.Errorf("lost reply: %v", err)
 		}
 		if _, ok := w.Snapshot()["/lost"]; !ok {
 			t.Error("the request whose reply was lost was not applied")
 		}
-		a.DropNextRequest()
+		ah.DieBeforeRead(simzk.AnyOp)
 		if _, err := a.Create("/dropped", nil, 0, acl); err != zk.ErrConnectionClosed {
 			t.Errorf("dropped request: %v", err)
 		}
@@ -626,91 +676,48 @@ func TestLostReplyAndDroppedRequest(t *testing.T) {
 	})
 }
 
-func TestCallsWaitForReconnect(t *testing.T) {
+func TestWatchesSurviveReconnect(t *testing.T) {
 	sim(t, func(t *testing.T, w *simzk.World) {
-		a, ra := client(w)
+		a, _ := client(w)
+		b, rb, bh := clientOn(w)
 		must(a.Create("/x", nil, 0, acl))
-		_, _, ch, _ := a.GetW("/x")
-		a.DropConnection()
+		must(a.Create("/y", nil, 0, acl))
+		_, _, xw, _ := b.GetW("/x")
+		_, _, yw, _ := b.GetW("/y")
+		_, _, zw, _ := b.ExistsW("/z")
+		sid := b.SessionID()
+		bh.Drop()
 		synctest.Wait()
-		if got := states(ra); got[len(got)-1] != zk.StateConnecting {
-			t.Fatalf("events %v", got)
+		_, _ = a.Set("/x", nil, -1)
+		must(a.Create("/z", nil, 0, acl))
+		awaitSession(b, rb)
+		if b.SessionID() != sid {
+			t.Fatal("a new session")
 		}
-		start := time.Now()
-		// Made while disconnected: written on the next connection.
-		if _, err := a.Create("/y", nil, 0, acl); err != nil {
-			t.Fatal(err)
+		_, _, _ = b.Get("/")
+		for name, ch := range map[string]<-chan zk.Event{"x": xw, "z": zw} {
+			if _, ok := received(ch); !ok {
+				t.Errorf("%s: the change made while disconnected was not told", name)
+			}
 		}
-		if got := time.Since(start); got != simzk.ReconnectDelay {
-			t.Errorf("waited %v", got)
+		if ev, ok := received(yw); ok {
+			t.Errorf("y: %v", ev)
 		}
-		if ch == nil {
-			t.Fatal("no watch")
-		}
-		if ev, ok := received(ch); ok {
-			t.Errorf("unexpected %v", ev)
+		_, _ = a.Set("/y", nil, -1)
+		_, _, _ = b.Get("/")
+		if _, ok := received(yw); !ok {
+			t.Error("y: the watch was not set again")
 		}
 	})
 }
 
-func TestWatchesSurviveReconnect(t *testing.T) {
-	for _, queued := range []bool{false, true} {
-		t.Run(fmt.Sprint("queued=", queued), func(t *testing.T) {
-			sim(t, func(t *testing.T, w *simzk.World) {
-				a, _ := client(w)
-				b, rb := client(w)
-				must(a.Create("/x", nil, 0, acl))
-				must(a.Create("/y", nil, 0, acl))
-				_, _, xw, _ := b.GetW("/x")
-				_, _, yw, _ := b.GetW("/y")
-				_, _, zw, _ := b.ExistsW("/z")
-				b.DropConnection()
-				synctest.Wait()
-				_, _ = a.Set("/x", nil, -1)
-				must(a.Create("/z", nil, 0, acl))
-				if queued {
-					// A call made while disconnected is written before
-					// the watches are set again (go-zookeeper queues
-					// SetWatches behind it): its reply comes first.
-					b.OnReply(func(op, path string, _ int64, _ time.Time, _ error) {
-						if op == "getData" {
-							rb.add(zk.Event{Path: "reply " + path})
-						}
-					})
-					_, _, _ = b.Get("/")
-					synctest.Wait()
-					var order []string
-					for _, ev := range rb.events() {
-						if ev.Type == zk.EventNodeDataChanged || ev.Path == "reply /" {
-							order = append(order, ev.Path)
-						}
-					}
-					if !slices.Equal(order, []string{"reply /", "/x"}) {
-						t.Errorf("order %v, want the queued call's reply first", order)
-					}
-				} else {
-					time.Sleep(simzk.ReconnectDelay)
-					synctest.Wait()
-				}
-				if got := states(rb); got[len(got)-1] != zk.StateHasSession {
-					t.Fatalf("not reconnected: %v", got)
-				}
-				_, _, _ = b.Get("/")
-				for name, ch := range map[string]<-chan zk.Event{"x": xw, "z": zw} {
-					if _, ok := received(ch); !ok {
-						t.Errorf("%s: the change made while disconnected was not told", name)
-					}
-				}
-				if ev, ok := received(yw); ok {
-					t.Errorf("y: %v", ev)
-				}
-				_, _ = a.Set("/y", nil, -1)
-				_, _, _ = b.Get("/")
-				if _, ok := received(yw); !ok {
-					t.Error("y: the watch was not set again")
-				}
-			})
-		})
+// awaitSession waits until c's last session event is StateHasSession.
+func awaitSession(c *zk.Conn, r *recorder) {
+	for {
+		if got := states(r); got[len(got)-1] == zk.StateHasSession && c.State() == zk.StateHasSession {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -741,14 +748,14 @@ func TestClose(t *testing.T) {
 		}
 		a.Close()
 
-		// Closing while cut off waits CloseWait, and the session is
-		// left to expire.
-		c, _ := client(w)
+		// Closing while cut off waits go-zookeeper's second, and the
+		// session is left to expire.
+		c, _, ch := clientOn(w)
 		must(c.Create("/c", nil, zk.FlagEphemeral, acl))
-		c.Partition(time.Hour)
+		ch.Partition(time.Hour, true, true)
 		start := time.Now()
 		c.Close()
-		if got := time.Since(start); got != simzk.CloseWait {
+		if got := time.Since(start); got != time.Second {
 			t.Errorf("Close took %v", got)
 		}
 		if _, ok := w.Snapshot()["/c"]; !ok {
@@ -764,9 +771,9 @@ func TestClose(t *testing.T) {
 func TestWorldCloseReleasesEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := simzk.New(1)
-		a, _ := client(w)
+		a, _, ah := clientOn(w)
 		_, _, ch, _ := a.ExistsW("/x")
-		a.Partition(time.Hour)
+		ah.Partition(time.Hour, true, true)
 		done := make(chan error)
 		go func() { _, err := a.Create("/x", nil, 0, acl); done <- err }()
 		synctest.Wait()
@@ -774,77 +781,13 @@ func TestWorldCloseReleasesEverything(t *testing.T) {
 		if err := <-done; err != zk.ErrConnectionClosed {
 			t.Errorf("pending call: %v", err)
 		}
-		if ev := <-ch; ev.Type != zk.EventNotWatching {
-			t.Errorf("watch: %+v", ev)
-		}
-		if _, _, err := a.Get("/"); err != zk.ErrConnectionClosed {
-			t.Errorf("call after Close: %v", err)
+		time.Sleep(3 * time.Second)
+		if opened, _ := ah.Dials(); opened != 1 {
+			t.Errorf("%d connections opened, want 1 (the partition holds up the others)", opened)
 		}
 		a.Close()
-		w.Close()
-	})
-}
-
-func TestTap(t *testing.T) {
-	sim(t, func(t *testing.T, w *simzk.World) {
-		a, _ := client(w)
-		type reply struct {
-			op, path string
-			zxid     int64
-			written  time.Time
-			err      error
-		}
-		var (
-			mu      sync.Mutex
-			replies []reply
-			written []string
-			zxidAt  []int64 // the World's zxid as each request leaves
-		)
-		a.OnWritten(func(op, path string) {
-			mu.Lock()
-			defer mu.Unlock()
-			if op != "ping" {
-				written = append(written, op+" "+path)
-				zxidAt = append(zxidAt, w.Zxid())
-			}
-		})
-		a.OnReply(func(op, path string, zxid int64, when time.Time, err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			replies = append(replies, reply{op, path, zxid, when, err})
-		})
-		a.SlowReplies(100 * time.Millisecond)
-		start := time.Now()
-		p := must(a.Create("/s-", nil, zk.FlagSequence, acl))
-		_, _ = a.Create("/s-0000000000", nil, 0, acl)
-		mu.Lock()
-		got := slices.Clone(replies[len(replies)-2:])
-		if zxidAt[0] >= got[0].zxid {
-			t.Errorf("the create was applied (zxid %d) before it was written (zxid %d)", got[0].zxid, zxidAt[0])
-		}
-		mu.Unlock()
-		if got[0].op != "create" || got[0].path != p || p != "/s-0000000000" || got[0].zxid != w.Snapshot()[p].Czxid || !got[0].written.Equal(start) || got[0].err != nil {
-			t.Errorf("create reply %+v", got[0])
-		}
-		if got[1].err != zk.ErrNodeExists || got[1].zxid != got[0].zxid+1 {
-			t.Errorf("failed create reply %+v", got[1])
-		}
-		mu.Lock()
-		if !slices.Equal(written, []string{"create /s-", "create /s-0000000000"}) {
-			t.Errorf("written %v", written)
-		}
-		mu.Unlock()
-		time.Sleep(timeout)
-		mu.Lock()
-		defer mu.Unlock()
-		var pings int
-		for _, r := range replies {
-			if r.op == "ping" {
-				pings++
-			}
-		}
-		if pings < 2 {
-			t.Errorf("%d ping replies in a session timeout", pings)
+		if ev := <-ch; ev.Type != zk.EventNotWatching {
+			t.Errorf("watch: %+v", ev)
 		}
 	})
 }
@@ -854,6 +797,7 @@ func TestSeedDecides(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := simzk.New(seed)
 			defer w.Close()
+			defer closeClients(w)
 			a, _ := client(w)
 			ids = append(ids, a.SessionID())
 			must(a.Create("/d", nil, 0, acl))
@@ -887,10 +831,12 @@ func BenchmarkSchedule(b *testing.B) {
 		synctest.Test(&testing.T{}, func(t *testing.T) {
 			w := simzk.New(uint64(i))
 			defer w.Close()
-			var cs []*simzk.Conn
+			var cs []*zk.Conn
+			var hs []*simzk.Host
 			for range 3 {
-				c, _ := client(w)
+				c, _, h := clientOn(w)
 				cs = append(cs, c)
+				hs = append(hs, h)
 			}
 			_, _ = cs[0].CreateContainer("/lock", nil, zk.FlagContainer, acl)
 			var wg sync.WaitGroup
@@ -899,11 +845,11 @@ func BenchmarkSchedule(b *testing.B) {
 					for r := range 10 {
 						switch (r + j) % 4 {
 						case 1:
-							c.DropConnection()
+							hs[j].Drop()
 						case 2:
-							c.SlowReplies(time.Duration(r) * time.Millisecond)
+							hs[j].Slow(time.Duration(r)*time.Millisecond, time.Second)
 						case 3:
-							c.LoseNextReply()
+							hs[j].DieAfterApply(simzk.AnyOp)
 						}
 						_, _ = cs[0].CreateContainer("/lock", nil, zk.FlagContainer, acl)
 						p, err := c.Create("/lock/n-", nil, zk.FlagEphemeralSequential, acl)
@@ -930,6 +876,9 @@ func BenchmarkSchedule(b *testing.B) {
 			}
 			wg.Wait()
 			time.Sleep(time.Minute)
+			for _, c := range cs {
+				c.Close()
+			}
 		})
 	}
 }
