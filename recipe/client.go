@@ -38,6 +38,9 @@ type Client struct {
 	dialErr       atomic.Pointer[error]       // error of the last failed dial
 	dials         atomic.Int64                // connections opened
 	liveConn      atomic.Pointer[trackedConn] // the connection dialled last: direct requests go on it
+	directOff     atomic.Bool                 // no direct requests: by option, or since the wire broke an assumption
+	creds         atomic.Int32                // credentials go-zookeeper sends again on each connection (wireTap.creds)
+	splitWrites   atomic.Bool                 // tests: go-zookeeper's frames go out in two writes (trackedConn.Write)
 	untrusted     chan struct{}               // closed when a server's certificate is refused
 	untrustedOnce sync.Once
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
@@ -75,6 +78,7 @@ func connect(ctx context.Context, servers []string, hooks *testHooks, opts []Opt
 	}
 	c := newClient(cfg)
 	c.hooks = hooks
+	c.startDirect()
 	live := &liveZK{c: c, start: time.Now()}
 	c.zk = live
 	dial := cfg.dialer

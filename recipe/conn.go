@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,8 +36,9 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 			return nil, err
 		}
 		c.dials.Add(1)
-		t := &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, written: &c.createWrites, proof: c.heardAt, now: c.monotonic},
-			wturn: make(chan struct{}, 1)}
+		t := &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, written: &c.createWrites, proof: c.heardAt, now: c.monotonic,
+			broke: c.wireBroke, creds: &c.creds}, wturn: make(chan struct{}, 1)}
+		t.tap.connect = t.connectResponse
 		if prev := c.liveConn.Load(); prev != nil {
 			// go-zookeeper's xids run on across connections: direct
 			// requests keep away from them on this one too.
@@ -97,10 +97,14 @@ func handshake(conn net.Conn, cfg *tls.Config, address string, timeout time.Dura
 // applies to the reads that reach it, which are the ones that wait.
 type trackedConn struct {
 	net.Conn
-	c    *Client
-	tap  wireTap
-	hdr  [20]byte // length, protocol version, granted timeout, session id of the connect response
-	hdrN int
+	c   *Client
+	tap wireTap
+
+	// Of the reading goroutine (go-zookeeper's): the bytes Read handed
+	// over, and, once the connect response said the session expired, the
+	// count at which go-zookeeper has all of it and leaves the connection.
+	consumed  int64
+	abandonAt int64
 
 	rbuf []byte // read buffer; rbuf[r:w] is unread
 	r, w int
@@ -123,7 +127,10 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		if len(p) >= readBufferSize {
-			return t.readConn(p)
+			n, err := t.readConn(p)
+			t.consumed += int64(n)
+			t.closeAbandoned()
+			return n, err
 		}
 		if t.rbuf == nil {
 			t.rbuf = make([]byte, readBufferSize)
@@ -137,7 +144,33 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 	}
 	n := copy(p, t.rbuf[t.r:t.w])
 	t.r += n
+	t.consumed += int64(n)
+	t.closeAbandoned()
 	return n, nil
+}
+
+// closeAbandoned closes the connection once go-zookeeper has read a connect
+// response that said the session expired: go-zookeeper (v1.0.4) then dials
+// anew without closing this one, and without it a direct request could
+// wait on it for ever (none is taken once the response was read, see
+// wireTap.connectResponse) and its descriptor would stay open.
+func (t *trackedConn) closeAbandoned() {
+	if t.abandonAt > 0 && t.consumed >= t.abandonAt {
+		t.abandonAt = 0
+		t.Close()
+	}
+}
+
+// connectResponse is told of the connect response's header (see
+// wireTap.connect), on the reading goroutine.
+func (t *trackedConn) connectResponse(length int, timeoutMs int32, session int64) {
+	if timeoutMs > 0 {
+		t.c.negotiatedMs.Store(int64(timeoutMs))
+	}
+	t.c.wireSession.Store(session)
+	if session == 0 {
+		t.abandonAt = 4 + int64(length) // the first frame on the connection
+	}
 }
 
 // readConn reads from the connection into b and notes what came. A failed
@@ -157,15 +190,6 @@ func (t *trackedConn) note(p []byte) {
 		return
 	}
 	t.tap.noteRead(p)
-	if t.hdrN < len(t.hdr) {
-		t.hdrN += copy(t.hdr[t.hdrN:], p)
-		if t.hdrN == len(t.hdr) {
-			if ms := int32(binary.BigEndian.Uint32(t.hdr[8:12])); ms > 0 {
-				t.c.negotiatedMs.Store(int64(ms))
-			}
-			t.c.wireSession.Store(int64(binary.BigEndian.Uint64(t.hdr[12:20])))
-		}
-	}
 }
 
 // zkLogger sends go-zookeeper's log lines to the client's logger at debug

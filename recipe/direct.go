@@ -117,6 +117,11 @@ func (d *directCall) data() ([]byte, error) {
 	return d.body[4 : 4+n], nil
 }
 
+// errDirectRefused is writeDirect's error when the connection stopped
+// taking direct requests before the caller's turn came: nothing was
+// written, and the caller asks go-zookeeper instead.
+var errDirectRefused = errors.New("recipe: the connection takes no direct request")
+
 // errMalformedReply is the error of a direct reply whose body does not
 // parse.
 var errMalformedReply = errors.New("recipe: malformed reply from the server")
@@ -258,13 +263,13 @@ func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*di
 		return nil, true, err
 	}
 	t := c.liveConn.Load()
-	if t == nil {
+	if t == nil || c.directOff.Load() {
 		return nil, false, nil
 	}
 	calls = make([]*directCall, len(reqs))
 	size := 0
 	for i, r := range reqs {
-		call, ok := t.tap.expectReply(c.cfg.authUser != "")
+		call, ok := t.tap.expectReply()
 		if !ok {
 			t.tap.forget(calls[:i]...)
 			return nil, false, nil
@@ -282,8 +287,12 @@ func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*di
 	}
 	if err := t.writeDirect(ctx, frames); err != nil {
 		t.tap.forget(calls...)
+		if err == errDirectRefused {
+			return nil, false, nil
+		}
 		return nil, true, err
 	}
+	c.stats.direct.Add(int64(len(reqs)))
 	return calls, true, nil
 }
 
@@ -329,6 +338,19 @@ func (t *trackedConn) fail() {
 
 // Write writes one of go-zookeeper's frames, in turn with direct requests.
 func (t *trackedConn) Write(p []byte) (int, error) {
+	if t.c != nil && t.c.splitWrites.Load() && len(p) > 8 {
+		// A test's go-zookeeper that writes a frame in two.
+		n, err := t.write(p[:len(p)/2])
+		if err != nil {
+			return n, err
+		}
+		m, err := t.write(p[len(p)/2:])
+		return n + m, err
+	}
+	return t.write(p)
+}
+
+func (t *trackedConn) write(p []byte) (int, error) {
 	t.wturn <- struct{}{}
 	defer func() { <-t.wturn }()
 	t.tap.noteWrite(p)
@@ -344,13 +366,14 @@ func (t *trackedConn) Close() error {
 
 // expectReply registers a direct request and returns it with its xid set;
 // ok is false when the connection cannot take one: before its connect
-// response was read, after it failed, or, when afterLoop is set (a client
-// with credentials), before go-zookeeper has written anything but its
-// credentials since it connected.
-func (w *wireTap) expectReply(afterLoop bool) (call *directCall, ok bool) {
+// response was read, when that response said the session expired, after
+// the connection failed or broke an assumption (see wireTap), and while
+// go-zookeeper has not yet had every credential it sends again on a new
+// connection answered (setAuth requests, before anything else).
+func (w *wireTap) expectReply() (call *directCall, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.dead || !w.connected || (afterLoop && !w.loopWrote) {
+	if !w.takesDirectLocked() {
 		return nil, false
 	}
 	if w.direct == nil {
@@ -366,6 +389,19 @@ func (w *wireTap) expectReply(afterLoop bool) (call *directCall, ok bool) {
 	}
 	w.direct[call.xid] = call
 	return call, true
+}
+
+// takesDirectLocked reports whether the connection takes direct requests
+// now (see expectReply). It must be called with w.mu held.
+func (w *wireTap) takesDirectLocked() bool {
+	return w.connected && !w.dead && !w.broken && (w.creds == nil || w.authOK >= w.creds.Load())
+}
+
+// takesDirect reports whether the connection takes direct requests now.
+func (w *wireTap) takesDirect() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.takesDirectLocked()
 }
 
 // lastWritten returns the last xid go-zookeeper wrote on the connection.

@@ -7,7 +7,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,52 +96,59 @@ func TestReplyError(t *testing.T) {
 // The tap answers direct requests from the replies however the server's
 // bytes are split into reads, with go-zookeeper's replies (creates among
 // them) interleaved, and fails the ones still waiting when the connection
-// fails.
+// fails. A client with a credential takes no direct request on a new
+// connection until go-zookeeper has had it accepted again: go-zookeeper
+// v1.0.4 sends it, first, as a setAuth request with an ordinary xid.
 func TestDirectReplies(t *testing.T) {
 	connectReq := frame(i32(0), i64(1<<32), i32(4000), i64(0), jstr("pw"))
 	connectResp := frame(i32(0), i32(4000), i64(0x1234), jstr("password"))
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 200 {
 		var z createZxids
-		w := wireTap{out: &z}
-		if _, ok := w.expectReply(false); ok {
+		var creds atomic.Int32
+		creds.Store(1) // a credential was accepted on an earlier connection
+		var broke []string
+		w := wireTap{out: &z, creds: &creds, broke: func(r string) { broke = append(broke, r) }, lastXid: 40}
+		if _, ok := w.expectReply(); ok {
 			t.Fatal("a direct request was taken before the connect request was even written")
 		}
 		w.noteWrite(connectReq)
 		w.noteRead(connectResp)
-		if _, ok := w.expectReply(true); ok {
-			t.Fatal("a client with credentials took a direct request before go-zookeeper resent them")
+		if _, ok := w.expectReply(); ok {
+			t.Fatal("a client with credentials took a direct request before go-zookeeper sent them again")
 		}
-		w.noteWrite(request(-4, 100, i32(0), jstr("digest"), jstr("u:p")))
-		if _, ok := w.expectReply(true); ok {
-			t.Fatal("a direct request was taken while only credentials were written")
+		w.noteWrite(request(41, opSetAuth, i32(0), jstr("digest"), jstr("u:p")))
+		if _, ok := w.expectReply(); ok {
+			t.Fatal("a direct request was taken while the credentials were not yet accepted")
 		}
-		w.noteWrite(request(41, opCreate, jstr("/a/_c_x-lock-"), jstr(""), i32(0), i32(3)))
-		listCall, ok := w.expectReply(true)
+		w.noteRead(reply(41, 0, 0))
+		listCall, ok := w.expectReply()
 		if !ok {
-			t.Fatal("no direct request once go-zookeeper writes requests")
+			t.Fatal("no direct request once the credentials were accepted")
 		}
+		w.noteWrite(request(42, opCreate, jstr("/a/_c_x-lock-"), jstr(""), i32(0), i32(3)))
 		list := listCall.xid
-		if d := uint32(list-41) & xidMask; d < directXidGap/2 || d > directXidGap*3/2 || !w.isDirect(list) || w.isDirect(41) {
+		if d := uint32(list-41) & xidMask; d < directXidGap/2 || d > directXidGap*3/2 || !w.isDirect(list) || w.isDirect(42) {
 			t.Fatalf("direct xid %d is not far from go-zookeeper's 41", list)
 		}
-		delCall, _ := w.expectReply(false)
-		goneCall, _ := w.expectReply(false)
-		lateCall, _ := w.expectReply(false)
-		leftCall, _ := w.expectReply(false)
-		createCall, _ := w.expectReply(false)
-		dataCall, _ := w.expectReply(false)
+		delCall, _ := w.expectReply()
+		goneCall, _ := w.expectReply()
+		lateCall, _ := w.expectReply()
+		leftCall, _ := w.expectReply()
+		createCall, _ := w.expectReply()
+		dataCall, _ := w.expectReply()
 		del, gone, late, left := delCall.xid, goneCall.xid, lateCall.xid, leftCall.xid
 		w.forget(lateCall) // its caller stopped waiting
-		for _, x := range []int32{list, del, gone, late, left} {
+		for _, x := range []int32{list, del, gone, late} {
 			w.noteDirectWrite(request(x, opGetChildren, jstr("/a"), []byte{0}))
 		}
 		w.noteDirectWrite(request(createCall.xid, opCreate, jstr("/a/_c_y-lock-"), jstr(""), i32(0), i32(3)))
 		w.noteDirectWrite(request(dataCall.xid, opGetData, jstr("/a"), []byte{0}))
+		w.noteDirectWrite(request(left, opGetChildren, jstr("/a"), []byte{0}))
 		var stream []byte
 		for _, r := range [][]byte{
-			reply(list, 0x100000007, 0, i32(2), jstr("lock-0000000001"), jstr("lock-0000000002")),
-			reply(41, 0x100000008, 0, jstr("/a/_c_x-lock-0000000003")),
+			reply(42, 0x100000008, 0, jstr("/a/_c_x-lock-0000000003")),
+			reply(list, 0x100000008, 0, i32(2), jstr("lock-0000000001"), jstr("lock-0000000002")),
 			reply(-1, -1, 0, i32(2), i32(3), jstr("/a/lock-0000000001")), // watch event
 			reply(del, 0x100000009, 0),
 			reply(gone, 0x100000009, -101),
@@ -156,6 +165,9 @@ func TestDirectReplies(t *testing.T) {
 			}
 			w.noteRead(rest[:n])
 			rest = rest[n:]
+		}
+		if len(broke) > 0 {
+			t.Fatalf("trial %d: the tap found the wire broken: %q", trial, broke)
 		}
 		if r := answered(t, listCall); r.err != nil {
 			t.Fatalf("trial %d: listing: %v", trial, r.err)
@@ -192,9 +204,120 @@ func TestDirectReplies(t *testing.T) {
 		if r := answered(t, leftCall); !errors.Is(r.err, zk.ErrConnectionClosed) {
 			t.Fatalf("trial %d: after the connection failed: %v", trial, r.err)
 		}
-		if _, ok := w.expectReply(false); ok {
+		if _, ok := w.expectReply(); ok {
 			t.Fatalf("trial %d: a failed connection took a direct request", trial)
 		}
+	}
+}
+
+// The credentials a client has are those whose setAuth go-zookeeper had
+// accepted on one connection, the most of any: credentials added through
+// Conn().AddAuth count as WithDigestAuth's do.
+func TestDirectCredentialsCount(t *testing.T) {
+	var creds atomic.Int32
+	connect := func() *wireTap {
+		w := &wireTap{out: &createZxids{}, creds: &creds}
+		w.noteWrite(frame(i32(0), i64(0), i32(4000), i64(0), jstr("pw")))
+		w.noteRead(frame(i32(0), i32(4000), i64(0x1234), jstr("password")))
+		return w
+	}
+	w := connect()
+	if _, ok := w.expectReply(); !ok {
+		t.Fatal("a client without credentials took no direct request once connected")
+	}
+	for xid := int32(1); xid <= 2; xid++ { // two AddAuth calls
+		w.noteWrite(request(xid, opSetAuth, i32(0), jstr("digest"), jstr("u:p")))
+		w.noteRead(reply(xid, 0, 0))
+	}
+	w.noteWrite(request(3, opSetAuth, i32(0), jstr("digest"), jstr("bad")))
+	w.noteRead(reply(3, 0, -115)) // refused: go-zookeeper keeps no credential
+	if creds.Load() != 2 {
+		t.Fatalf("credentials counted %d, want 2", creds.Load())
+	}
+	w = connect()
+	for xid := int32(4); xid <= 5; xid++ {
+		if _, ok := w.expectReply(); ok {
+			t.Fatalf("a direct request taken with %d of 2 credentials sent again", xid-4)
+		}
+		w.noteWrite(request(xid, opSetAuth, i32(0), jstr("digest"), jstr("u:p")))
+		w.noteRead(reply(xid, 0, 0))
+	}
+	if _, ok := w.expectReply(); !ok {
+		t.Fatal("no direct request with both credentials sent again")
+	}
+}
+
+// A connect response that says the session expired opens the connection
+// to no direct request: go-zookeeper (v1.0.4) leaves that connection
+// without closing it, and a request on it would wait for ever.
+func TestDirectExpiredConnect(t *testing.T) {
+	var told int64 = -1
+	w := wireTap{out: &createZxids{}, connect: func(_ int, _ int32, session int64) { told = session }}
+	w.noteWrite(frame(i32(0), i64(0), i32(4000), i64(0x1234), jstr("pw")))
+	w.noteRead(frame(i32(0), i32(0), i64(0), jstr("")))
+	if told != 0 {
+		t.Fatalf("connect told of session %d, want 0", told)
+	}
+	if _, ok := w.expectReply(); ok {
+		t.Fatal("a connection whose session expired took a direct request")
+	}
+}
+
+// The tap finds each way the wire can break what direct requests rest on,
+// and nothing in what go-zookeeper and the server do.
+func TestWireGuard(t *testing.T) {
+	connectReq := frame(i32(0), i64(0), i32(4000), i64(0), jstr("pw"))
+	connectResp := frame(i32(0), i32(4000), i64(0x1234), jstr("password"))
+	get := func(xid int32) []byte { return request(xid, opGetData, jstr("/a"), []byte{0}) }
+	type step struct {
+		write, direct, read []byte
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		broke string // a word of the reason; "" for none
+	}{
+		{"in order", []step{{write: get(1)}, {write: get(2)}, {read: reply(1, 5, 0)}, {read: reply(2, 5, 0)}}, ""},
+		{"pings and events", []step{{write: request(-2, 11)}, {read: reply(-1, -1, 0, i32(2), i32(3), jstr("/a"))}, {read: reply(-2, 5, 0)}}, ""},
+		{"setAuth answered first", []step{{write: get(1)}, {write: request(2, opSetAuth, i32(0), jstr("digest"), jstr("u:p"))}, {read: reply(2, 0, 0)}, {read: reply(1, 5, 0)}}, ""},
+		{"written behind a later xid", []step{{write: get(2)}, {write: get(1)}, {read: reply(2, 5, 0)}, {read: reply(1, 5, 0)}}, ""},
+		{"direct between", []step{{write: get(1)}, {direct: get(1 << 30)}, {write: get(2)}, {read: reply(1, 5, 0)}, {read: reply(1<<30, 5, 0)}, {read: reply(2, 5, 0)}}, ""},
+		{"a frame in two writes", []step{{write: get(1)[:9]}}, "not one whole request"},
+		{"two frames in one write", []step{{write: append(get(1), get(2)...)}}, "not one whole request"},
+		{"xid far ahead", []step{{write: get(1)}, {write: get(1 << 29)}}, "after xid"},
+		{"xid reused", []step{{write: get(1)}, {write: get(1)}}, "after xid"},
+		{"odd negative xid", []step{{write: request(-9, 11)}}, "xid -9"},
+		{"replies out of order", []step{{write: get(1)}, {write: get(2)}, {read: reply(2, 5, 0)}}, "came before"},
+		{"reply to nothing", []step{{write: get(1)}, {read: reply(7, 5, 0)}}, "no request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var broke []string
+			w := wireTap{out: &createZxids{}, broke: func(r string) { broke = append(broke, r) }}
+			w.noteWrite(connectReq)
+			w.noteRead(connectResp)
+			for _, s := range tc.steps {
+				switch {
+				case s.write != nil:
+					w.noteWrite(s.write)
+				case s.direct != nil:
+					w.noteDirectWrite(s.direct)
+				default:
+					w.noteRead(s.read)
+				}
+			}
+			switch {
+			case tc.broke == "" && len(broke) > 0:
+				t.Fatalf("found broken: %q", broke)
+			case tc.broke == "":
+				if !w.takesDirect() {
+					t.Fatal("takes no direct request")
+				}
+			case len(broke) != 1 || !strings.Contains(broke[0], tc.broke):
+				t.Fatalf("broke %q, want once with %q", broke, tc.broke)
+			case w.takesDirect():
+				t.Fatal("a broken connection takes direct requests")
+			}
+		})
 	}
 }
 
@@ -204,7 +327,7 @@ func TestDirectFailsMidReply(t *testing.T) {
 	w := wireTap{out: &createZxids{}}
 	w.noteWrite(frame(i32(0), i64(0), i32(4000), i64(0), jstr("pw")))
 	w.noteRead(frame(i32(0), i32(4000), i64(0x1234), jstr("password")))
-	call, ok := w.expectReply(false)
+	call, ok := w.expectReply()
 	if !ok {
 		t.Fatal("no direct request")
 	}
@@ -242,7 +365,7 @@ func TestDirectXids(t *testing.T) {
 	for _, last := range []int32{0, 1, 1<<30 - 3, 1<<31 - 2} {
 		w := wireTap{out: &createZxids{}, lastXid: last, connected: true}
 		for range 3 {
-			call, ok := w.expectReply(false)
+			call, ok := w.expectReply()
 			if !ok {
 				t.Fatal("no direct request")
 			}
@@ -284,7 +407,7 @@ func TestDirectFailWithConnection(t *testing.T) {
 	for _, how := range []string{"read", "write"} {
 		wc := &writeFails{scriptedConn{err: io.EOF}}
 		tc := &trackedConn{Conn: wc, tap: wireTap{wrote: true, readFirst: true, connected: true}, wturn: make(chan struct{}, 1)}
-		call, ok := tc.tap.expectReply(false)
+		call, ok := tc.tap.expectReply()
 		if !ok {
 			t.Fatal("the connection took no direct request")
 		}
@@ -301,7 +424,7 @@ func TestDirectFailWithConnection(t *testing.T) {
 		if !wc.closed {
 			t.Fatalf("after a failed %s: the connection was not closed", how)
 		}
-		if _, ok := tc.tap.expectReply(false); ok {
+		if _, ok := tc.tap.expectReply(); ok {
 			t.Fatalf("after a failed %s: a direct request was taken", how)
 		}
 		if isDone(call) {

@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 )
 
 // DirectChildren and DirectDelete make direct requests (direct.go) for the
@@ -39,4 +40,20 @@ func DirectCreate(ctx context.Context, c *Client, path, dir string, data []byte,
 		return "", 0, nil, nil, true, res.read.errL
 	}
 	return res.nodes[0], res.zxids[0], res.read.names, res.read.dirData, true, res.read.errD
+}
+
+// SplitWrites makes go-zookeeper's frames on c go out in two writes each,
+// as a go-zookeeper that broke that assumption would write them.
+func SplitWrites(c *Client) { c.splitWrites.Store(true) }
+
+// UnknownReplyFormat is go-zookeeper's log line that the client's logger
+// filters for direct replies.
+const UnknownReplyFormat = unknownReplyFormat
+
+// SetBuildInfo replaces the build information the client reads at Connect
+// until the test ends.
+func SetBuildInfo(t interface{ Cleanup(func()) }, info *debug.BuildInfo) {
+	old := readBuildInfo
+	readBuildInfo = func() (*debug.BuildInfo, bool) { return info, info != nil }
+	t.Cleanup(func() { readBuildInfo = old })
 }

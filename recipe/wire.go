@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -18,7 +19,12 @@ import (
 // request, see direct.go, takes its zxid from its own reply.)
 
 const (
-	xidSetAuth = -4 // go-zookeeper's credentials
+	// Negative xids: watch notifications, pings, and, in some clients,
+	// credentials and watches sent again after a reconnect.
+	xidWatchEvent = -1
+	xidPing       = -2
+	xidSetAuth    = -4
+	xidSetWatches = -8
 
 	opCreate          = 1
 	opCreate2         = 15
@@ -105,6 +111,14 @@ func (cw *createWrites) wrote(b []byte) {
 }
 
 // wireTap follows one connection's frames in both directions.
+//
+// It also checks, on the live wire, what direct requests (direct.go) rely
+// on in go-zookeeper and in the server (see the contract tests,
+// contract_test.go): every frame go-zookeeper writes goes out in one
+// write, the connect request first; go-zookeeper's xids rise; and every
+// reply answers the oldest request still waiting, but for setAuth, which
+// the server answers as soon as it reads it. At the first break it tells
+// broke, takes no more direct requests, and stops checking.
 type wireTap struct {
 	out     *createZxids
 	written *createWrites // told of create requests as they are written
@@ -116,23 +130,34 @@ type wireTap struct {
 	proof func(sentAt int64)
 	now   func() int64
 
+	// connect, if set, is told of the connect response as soon as its
+	// header is read: the frame's length, the session timeout the server
+	// granted, and the session id (0: the session expired).
+	connect func(length int, timeoutMs int32, session int64)
+	// broke, if set, is told once of the first assumption the wire broke.
+	broke func(reason string)
+	// creds, if set, counts the credentials go-zookeeper sends again on
+	// every new connection before anything else (the setAuth requests
+	// answered without error on one connection, the most of any).
+	creds *atomic.Int32
+
 	mu          sync.Mutex
-	pending     map[int32]struct{} // xids of create requests awaiting a reply
-	sent        map[int32]int64    // write time of every request awaiting a reply, by xid
-	connectSent int64              // write time of the connect request
-	wrote       bool               // the first frame (connect request) went out
+	inflight    []wireReq // requests written and not yet answered, in write order
+	connectSent int64     // write time of the connect request
+	wrote       bool      // the first frame (connect request) went out
 
 	// Direct requests (see direct.go), under mu.
 	direct    map[int32]*directCall // by xid, the direct requests waiting for a reply
 	directSeq uint32                // direct requests made
-	lastXid   int32                 // the last xid of a request go-zookeeper wrote
-	loopWrote bool                  // go-zookeeper wrote more than the connect request and credentials
-	connected bool                  // the connect response was read
-	dead      bool                  // the connection failed or closed
+	lastXid   int32                 // the highest xid go-zookeeper wrote (or, before, the last connection's)
+	authOK    int32                 // setAuth requests answered without error on this connection
+	connected bool                  // the connect response was read and named a live session
+	dead      bool                  // the connection failed or closed, or its session expired
+	broken    bool                  // an assumption broke: no more checks, no direct requests
 
 	// Incoming stream state. The first frame is the connect response.
 	readFirst bool
-	hdr       [20]byte // length + reply header (xid, zxid, err)
+	hdr       [20]byte // length + reply header (xid, zxid, err); of the connect response, length + protocol version, timeout, session
 	hdrN      int
 	body      []byte // path reply of a create being collected
 	bodyWant  int    // bytes of body still wanted (collected into body)
@@ -143,6 +168,35 @@ type wireTap struct {
 	forDirect bool  // body is a direct request's reply
 }
 
+// wireReq is a request written on the connection and not yet answered.
+type wireReq struct {
+	xid, op int32
+	at      int64 // when it was written, by now
+	direct  bool
+}
+
+const (
+	opSetAuth = 100
+
+	// go-zookeeper's xids rise by one per request, across connections; its
+	// callers take them before they queue their requests, so a frame may go
+	// out behind one with a higher xid (by as many requests as are queued
+	// at once). A go-zookeeper xid further ahead than xidAhead, or further
+	// behind than xidBehind, breaks the assumption (direct requests use
+	// xids directXidGap ahead).
+	xidAhead  = 1 << 28
+	xidBehind = 1 << 20
+
+	// maxInflight bounds the requests followed once checks have stopped.
+	maxInflight = 1 << 16
+)
+
+// oneFrame reports whether p is exactly one frame: a length, then that
+// many bytes.
+func oneFrame(p []byte) bool {
+	return len(p) >= 4 && int(binary.BigEndian.Uint32(p[0:4])) == len(p)-4
+}
+
 // noteWrite notes a frame written by go-zookeeper, which writes each
 // request as one whole frame.
 func (w *wireTap) noteWrite(p []byte) { w.noteFrame(p, false) }
@@ -151,6 +205,8 @@ func (w *wireTap) noteWrite(p []byte) { w.noteFrame(p, false) }
 func (w *wireTap) noteDirectWrite(p []byte) { w.noteFrame(p, true) }
 
 func (w *wireTap) noteFrame(p []byte, direct bool) {
+	var broke string
+	defer func() { w.report(broke) }()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var t int64
@@ -160,39 +216,61 @@ func (w *wireTap) noteFrame(p []byte, direct bool) {
 	if !w.wrote {
 		w.wrote = true // the connect request has no request header
 		w.connectSent = t
+		if !oneFrame(p) {
+			broke = w.breakLocked(fmt.Sprintf("the connect request went out as a write of %d bytes that is not one frame", len(p)))
+		}
 		return
 	}
-	if len(p) < 12 || int(binary.BigEndian.Uint32(p[0:4])) != len(p)-4 {
+	if len(p) < 12 || !oneFrame(p) {
+		if !direct {
+			broke = w.breakLocked(fmt.Sprintf("go-zookeeper wrote %d bytes that are not one whole request", len(p)))
+		}
 		return
 	}
 	xid := int32(binary.BigEndian.Uint32(p[4:8]))
-	if !direct {
-		if xid >= 0 {
+	op := int32(binary.BigEndian.Uint32(p[8:12]))
+	if !direct && !w.broken {
+		switch d := uint32(xid-w.lastXid) & xidMask; {
+		case xid < 0:
+			if xid != xidPing && xid != xidSetAuth && xid != xidSetWatches {
+				broke = w.breakLocked(fmt.Sprintf("go-zookeeper wrote a request with xid %d", xid))
+			}
+		case d > 0 && d < xidAhead:
 			w.lastXid = xid
+		case d > xidMask-xidBehind:
+			// Written behind a request that took its xid later.
+		default:
+			broke = w.breakLocked(fmt.Sprintf("go-zookeeper wrote xid %d after xid %d", xid, w.lastXid))
 		}
-		if xid != xidSetAuth {
-			w.loopWrote = true
-		}
 	}
-	if w.sent == nil {
-		w.sent = make(map[int32]int64)
+	if len(w.inflight) >= maxInflight {
+		w.inflight = w.inflight[1:]
 	}
-	if _, ok := w.sent[xid]; !ok || xid >= 0 {
-		// Pings all carry one xid: the earliest unanswered counts.
-		w.sent[xid] = t
-	}
-	switch int32(binary.BigEndian.Uint32(p[8:12])) {
+	w.inflight = append(w.inflight, wireReq{xid: xid, op: op, at: t, direct: direct})
+	switch op {
 	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
-		if direct {
-			break
-		}
-		if w.pending == nil {
-			w.pending = make(map[int32]struct{})
-		}
-		w.pending[int32(binary.BigEndian.Uint32(p[4:8]))] = struct{}{}
-		if w.written != nil {
+		if !direct && w.written != nil {
 			w.written.wrote(p[12:])
 		}
+	}
+}
+
+// breakLocked notes that the wire broke an assumption, the first time:
+// the connection takes no more direct requests and checks stop. It
+// returns the reason to report once w.mu is released ("" if one was
+// already noted). It must be called with w.mu held.
+func (w *wireTap) breakLocked(reason string) string {
+	if w.broken {
+		return ""
+	}
+	w.broken = true
+	return reason
+}
+
+// report tells broke of a reason returned by breakLocked.
+func (w *wireTap) report(reason string) {
+	if reason != "" && w.broke != nil {
+		w.broke(reason)
 	}
 }
 
@@ -219,36 +297,55 @@ func (w *wireTap) noteRead(p []byte) {
 				w.finishBody()
 			}
 		default:
-			need := 20
-			if !w.readFirst {
-				need = 4 // the connect response: length, then skip it
-			}
-			n := copy(w.hdr[w.hdrN:need], p)
+			n := copy(w.hdr[w.hdrN:], p)
 			w.hdrN += n
 			p = p[n:]
-			if w.hdrN == need {
+			if w.hdrN == len(w.hdr) {
 				w.hdrN = 0
-				w.frame()
+				if !w.readFirst {
+					w.connectResponse()
+				} else {
+					w.frame()
+				}
 			}
 		}
 	}
 }
 
-// frame handles a complete frame header in w.hdr.
+// connectResponse handles the header of the connect response, the first
+// frame: a live session opens the connection to direct requests (once
+// go-zookeeper has sent the credentials again, see expectReply); an
+// expired one ends it.
+func (w *wireTap) connectResponse() {
+	w.readFirst = true
+	length := int(binary.BigEndian.Uint32(w.hdr[0:4]))
+	timeoutMs := int32(binary.BigEndian.Uint32(w.hdr[8:12]))
+	session := int64(binary.BigEndian.Uint64(w.hdr[12:20]))
+	w.skip = max(length-16, 0)
+	var broke string
+	w.mu.Lock()
+	sentAt := w.connectSent
+	switch {
+	case length < 16:
+		broke = w.breakLocked(fmt.Sprintf("a connect response of %d bytes", length))
+	case session == 0:
+		w.dead = true // go-zookeeper leaves the connection: see trackedConn.Read
+	default:
+		w.connected = true
+	}
+	w.mu.Unlock()
+	w.report(broke)
+	if w.connect != nil && length >= 16 {
+		w.connect(length, timeoutMs, session)
+	}
+	if w.proof != nil {
+		w.proof(sentAt)
+	}
+}
+
+// frame handles a complete reply header in w.hdr.
 func (w *wireTap) frame() {
 	length := int(binary.BigEndian.Uint32(w.hdr[0:4]))
-	if !w.readFirst {
-		w.readFirst = true
-		w.skip = length
-		w.mu.Lock()
-		sentAt := w.connectSent
-		w.connected = true
-		w.mu.Unlock()
-		if w.proof != nil {
-			w.proof(sentAt)
-		}
-		return
-	}
 	rest := length - 16
 	if rest < 0 {
 		rest = 0
@@ -256,19 +353,31 @@ func (w *wireTap) frame() {
 	w.xid = int32(binary.BigEndian.Uint32(w.hdr[4:8]))
 	w.zxid = int64(binary.BigEndian.Uint64(w.hdr[8:16]))
 	errCode := int32(binary.BigEndian.Uint32(w.hdr[16:20]))
+	if w.xid == xidWatchEvent {
+		w.skip = rest
+		return
+	}
+	var broke string
 	w.mu.Lock()
-	_, isCreate := w.pending[w.xid]
-	delete(w.pending, w.xid)
-	sentAt, answered := w.sent[w.xid]
-	delete(w.sent, w.xid)
+	req, answered := w.answered(w.xid, &broke)
+	if length < 16 {
+		broke = w.breakLocked(fmt.Sprintf("a reply of %d bytes", length))
+	}
+	if answered && req.op == opSetAuth && errCode == 0 {
+		w.authOK++
+		if w.creds != nil && w.authOK > w.creds.Load() {
+			w.creds.Store(w.authOK)
+		}
+	}
 	_, direct := w.direct[w.xid]
 	if direct && (errCode != 0 || rest == 0) {
 		w.answer(w.xid, w.zxid, nil, replyError(errCode))
 		direct = false // answered: the frame is skipped
 	}
 	w.mu.Unlock()
+	w.report(broke)
 	if answered && w.proof != nil {
-		w.proof(sentAt)
+		w.proof(req.at)
 	}
 	if direct {
 		w.directXid, w.forDirect = w.xid, true
@@ -276,12 +385,36 @@ func (w *wireTap) frame() {
 		w.bodyWant = rest
 		return
 	}
+	isCreate := answered && !req.direct &&
+		(req.op == opCreate || req.op == opCreate2 || req.op == opCreateContainer || req.op == opCreateTTL)
 	if !isCreate || errCode != 0 || rest < 4 || rest > 4+maxWirePath {
 		w.skip = rest
 		return
 	}
 	w.body = w.body[:0]
 	w.bodyWant = rest
+}
+
+// answered takes the request that a reply with xid answers out of the
+// requests in flight. The server answers a session's requests in the order
+// it read them, setAuth aside: a reply to any other request than the
+// oldest breaks an assumption (noted in *broke), as does a reply to no
+// request. It must be called with w.mu held.
+func (w *wireTap) answered(xid int32, broke *string) (wireReq, bool) {
+	for i, r := range w.inflight {
+		if r.xid != xid {
+			continue
+		}
+		if i > 0 && r.op != opSetAuth && !w.broken {
+			*broke = w.breakLocked(fmt.Sprintf("a reply to xid %d came before the reply to xid %d, written earlier", xid, w.inflight[0].xid))
+		}
+		w.inflight = append(w.inflight[:i], w.inflight[i+1:]...)
+		return r, true
+	}
+	if !w.broken {
+		*broke = w.breakLocked(fmt.Sprintf("a reply to xid %d, which no request on the connection had", xid))
+	}
+	return wireReq{}, false
 }
 
 // finishBody parses a create reply's body: the path as a jute string.

@@ -85,8 +85,8 @@ func TestWireTap(t *testing.T) {
 		if _, ok := z.take("/a/_c_y-lock-0000000009"); ok {
 			t.Fatalf("trial %d: a getData reply was taken for a create", trial)
 		}
-		if len(z.m) != 0 || len(w.pending) != 0 {
-			t.Fatalf("trial %d: left over %v %v", trial, z.m, w.pending)
+		if len(z.m) != 0 || len(w.inflight) != 0 {
+			t.Fatalf("trial %d: left over %v %v", trial, z.m, w.inflight)
 		}
 	}
 }
@@ -172,7 +172,7 @@ func TestTrackedConnBuffersReads(t *testing.T) {
 	replies := append(reply(1, 7, 0, jstr("x")), reply(2, 8, 0, jstr("yy"))...)
 	big := make([]byte, readBufferSize+10)
 	sc := &scriptedConn{reads: [][]byte{replies, big}, err: io.EOF}
-	tc := &trackedConn{Conn: sc, c: c, tap: wireTap{out: &c.zxids}, hdrN: len(trackedConn{}.hdr)}
+	tc := &trackedConn{Conn: sc, c: c, tap: wireTap{out: &c.zxids, readFirst: true}}
 	var got []byte
 	for range 4 { // length, frame, length, frame
 		var hdr [4]byte

@@ -1,0 +1,502 @@
+package recipe_test
+
+// The contract with go-zookeeper. Direct requests (recipe/direct.go) rest
+// on how go-zookeeper uses its connection, which is not its API. Each test
+// here pins one of those assumptions on the go-zookeeper version in go.mod,
+// against a real server, by recording go-zookeeper's own connection: no
+// code of ours is between them. scripts/contract-breaks.sh builds
+// go-zookeeper with each assumption broken on purpose
+// (patches/contract/*.patch) and checks that the test named in the patch
+// fails; the wire tap checks the same assumptions on every connection of
+// every client (recipe/wire.go).
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/zktest"
+)
+
+// wireRecorder dials connections that record what go-zookeeper does with
+// them.
+type wireRecorder struct {
+	mu    sync.Mutex
+	conns []*recConn
+}
+
+func (w *wireRecorder) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	rc := &recConn{Conn: c}
+	w.mu.Lock()
+	w.conns = append(w.conns, rc)
+	w.mu.Unlock()
+	return rc, nil
+}
+
+func (w *wireRecorder) all() []*recConn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.conns)
+}
+
+func (w *wireRecorder) last() *recConn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.conns) == 0 {
+		return nil
+	}
+	return w.conns[len(w.conns)-1]
+}
+
+// recConn records every write, the bytes read, in which order, and whether
+// it was closed.
+type recConn struct {
+	net.Conn
+	writing atomic.Int32
+	overlap atomic.Bool // two writes at once
+	closed  atomic.Bool
+
+	wmu sync.Mutex // writes, go-zookeeper's and inject's, one at a time
+	mu  sync.Mutex
+	ws  []recWrite
+	in  []byte // everything read
+}
+
+// recWrite is one Write call: its bytes and how many bytes had been read
+// on the connection before it.
+type recWrite struct {
+	p         []byte
+	readUntil int
+}
+
+func (r *recConn) Write(p []byte) (int, error) {
+	if r.writing.Add(1) > 1 {
+		r.overlap.Store(true)
+	}
+	defer r.writing.Add(-1)
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.mu.Lock()
+	r.ws = append(r.ws, recWrite{p: bytes.Clone(p), readUntil: len(r.in)})
+	r.mu.Unlock()
+	return r.Conn.Write(p)
+}
+
+// inject writes a frame of our own between go-zookeeper's, as a direct
+// request does.
+func (r *recConn) inject(p []byte) error {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	_, err := r.Conn.Write(p)
+	return err
+}
+
+func (r *recConn) Read(p []byte) (int, error) {
+	n, err := r.Conn.Read(p)
+	r.mu.Lock()
+	r.in = append(r.in, p[:n]...)
+	r.mu.Unlock()
+	return n, err
+}
+
+func (r *recConn) Close() error {
+	r.closed.Store(true)
+	return r.Conn.Close()
+}
+
+// writes returns the writes so far.
+func (r *recConn) writes() []recWrite {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ws)
+}
+
+// replies returns the frames read so far, each with the count of bytes
+// read up to its end; the first is the connect response.
+func (r *recConn) replies() (frames [][]byte, ends []int) {
+	r.mu.Lock()
+	in := slices.Clone(r.in)
+	r.mu.Unlock()
+	for at := 0; at+4 <= len(in); {
+		n := int(binary.BigEndian.Uint32(in[at:]))
+		if at+4+n > len(in) {
+			break
+		}
+		frames = append(frames, in[at+4:at+4+n])
+		at += 4 + n
+		ends = append(ends, at)
+	}
+	return frames, ends
+}
+
+// replyTo returns the reply with xid (its zxid and error code) and the
+// count of bytes read up to its end, once it has been read.
+func (r *recConn) replyTo(xid int32) (zxid int64, code int32, end int, ok bool) {
+	frames, ends := r.replies()
+	for i, f := range frames[min(1, len(frames)):] {
+		if len(f) >= 16 && int32(binary.BigEndian.Uint32(f)) == xid {
+			return int64(binary.BigEndian.Uint64(f[4:])), int32(binary.BigEndian.Uint32(f[12:])), ends[i+1], true
+		}
+	}
+	return 0, 0, 0, false
+}
+
+// xidOp returns a request frame's xid and opcode.
+func xidOp(p []byte) (xid, op int32) {
+	return int32(binary.BigEndian.Uint32(p[4:])), int32(binary.BigEndian.Uint32(p[8:]))
+}
+
+// isOneFrame reports whether p is one whole frame.
+func isOneFrame(p []byte) bool {
+	return len(p) >= 4 && int(binary.BigEndian.Uint32(p)) == len(p)-4
+}
+
+// logRecorder keeps go-zookeeper's log lines with their format.
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []logLine
+}
+
+type logLine struct {
+	format string
+	args   []any
+}
+
+func (l *logRecorder) Printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, logLine{format, args})
+}
+
+func (l *logRecorder) all() []logLine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lines)
+}
+
+// contractConn connects go-zookeeper alone, as it is, to addr through a
+// recorder, with a 4 s session, and closes it when the test ends.
+func contractConn(t *testing.T, addr string) (*zk.Conn, *wireRecorder, *logRecorder) {
+	t.Helper()
+	rec, logs := &wireRecorder{}, &logRecorder{}
+	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithDialer(rec.dial), zk.WithLogger(logs), zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	awaitHasSession(t, events)
+	go func() {
+		for range events { // keep go-zookeeper's event channel drained
+		}
+	}()
+	return conn, rec, logs
+}
+
+func awaitHasSession(t *testing.T, events <-chan zk.Event) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no session within 20s")
+		}
+	}
+}
+
+// reconnected waits until go-zookeeper has made more than n connections
+// and a request succeeds on the last one.
+func reconnected(t *testing.T, conn *zk.Conn, rec *wireRecorder, n int) *recConn {
+	t.Helper()
+	locktest.Eventually(t, 20*time.Second, "go-zookeeper reconnected", func() bool {
+		if len(rec.all()) <= n {
+			return false
+		}
+		_, _, err := conn.Exists("/")
+		return err == nil
+	})
+	return rec.last()
+}
+
+// Every frame go-zookeeper writes goes out in one Write, the connect
+// request first, one writer at a time, and nothing follows the connect
+// request until the whole connect response is read; on every connection,
+// also after a reconnect with credentials and watches to send again,
+// under concurrent requests and pings.
+func TestContractFrames(t *testing.T) {
+	srv := zktest.Shared(t)
+	proxy := srv.Proxy(t)
+	conn, rec, _ := contractConn(t, proxy.Addr())
+	if err := conn.AddAuth("digest", []byte("u:p")); err != nil {
+		t.Fatal(err)
+	}
+	dir := zktest.UniquePath(t)
+	mkdir(t, conn, dir)
+	if _, _, _, err := conn.ExistsW(dir + "/watched"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 40 {
+				p, err := conn.Create(fmt.Sprintf("%s/n-%d-", dir, g), []byte("data"), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+				conn.Children(dir)
+				if err == nil {
+					conn.Get(p)
+					conn.Delete(p, -1)
+				}
+				if g == 0 && i == 20 {
+					proxy.DropAll() // a reconnect mid-run
+				}
+			}
+		})
+	}
+	wg.Wait()
+	reconnected(t, conn, rec, 1)
+	time.Sleep(1600 * time.Millisecond) // a ping or more (every third of the session)
+
+	pings := 0
+	for i, c := range rec.all() {
+		if c.overlap.Load() {
+			t.Errorf("connection %d: two writes at once", i)
+		}
+		ws := c.writes()
+		frames, ends := c.replies()
+		for j, w := range ws {
+			if !isOneFrame(w.p) {
+				t.Errorf("connection %d, write %d: %d bytes that are not one frame", i, j, len(w.p))
+				continue
+			}
+			if j == 0 {
+				if len(w.p) < 4+28 || binary.BigEndian.Uint32(w.p[4:]) != 0 {
+					t.Errorf("connection %d: the first write is not a connect request: % x", i, w.p[:min(len(w.p), 16)])
+				}
+				continue
+			}
+			if len(frames) == 0 || w.readUntil < ends[0] {
+				t.Errorf("connection %d: write %d went out before the connect response was read (%d bytes read)", i, j, w.readUntil)
+			}
+			if xid, _ := xidOp(w.p); xid == -2 {
+				pings++
+			}
+		}
+	}
+	if n := len(rec.all()); n < 2 {
+		t.Fatalf("%d connections, want a reconnect", n)
+	}
+	if pings == 0 {
+		t.Error("no ping was written")
+	}
+}
+
+// go-zookeeper's xids rise by one per request, and run on across
+// connections.
+func TestContractXids(t *testing.T) {
+	srv := zktest.Shared(t)
+	proxy := srv.Proxy(t)
+	conn, rec, _ := contractConn(t, proxy.Addr())
+	for range 20 {
+		if _, _, err := conn.Exists("/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.DropAll()
+	reconnected(t, conn, rec, 1)
+	for range 20 {
+		if _, _, err := conn.Exists("/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var xids []int32
+	for i, c := range rec.all() {
+		for _, w := range c.writes()[1:] {
+			if xid, op := xidOp(w.p); xid >= 0 {
+				if len(xids) > 0 && xid <= xids[len(xids)-1] {
+					t.Errorf("connection %d: xid %d (op %d) after %d", i, xid, op, xids[len(xids)-1])
+				}
+				xids = append(xids, xid)
+			}
+		}
+	}
+	if len(xids) < 40 {
+		t.Fatalf("%d requests recorded, want 40 or more", len(xids))
+	}
+	t.Logf("xids %d to %d over %d connections", xids[0], xids[len(xids)-1], len(rec.all()))
+}
+
+// A reply to a request go-zookeeper did not send (a direct request's) is
+// passed over: the connection goes on, go-zookeeper logs it with exactly
+// the line the client's logger leaves out (recipe.UnknownReplyFormat, the
+// xid an int32), and it notes the reply's zxid as the last it has seen, so
+// its next connect request does not go back in time past it.
+func TestContractUnknownReply(t *testing.T) {
+	srv := zktest.Shared(t)
+	proxy := srv.Proxy(t)
+	conn, rec, logs := contractConn(t, proxy.Addr())
+	dir := zktest.UniquePath(t)
+	mkdir(t, conn, dir)
+	c := rec.last()
+	var last int32
+	for _, w := range c.writes()[1:] {
+		if xid, _ := xidOp(w.p); xid > last {
+			last = xid
+		}
+	}
+	// A create, so that its reply carries a zxid newer than any
+	// go-zookeeper has seen.
+	xid := last + 1<<30
+	body := binary.BigEndian.AppendUint32(nil, uint32(xid))
+	body = binary.BigEndian.AppendUint32(body, 1) // create
+	body = appendJute(body, []byte(dir+"/injected"))
+	body = appendJute(body, nil)
+	body = binary.BigEndian.AppendUint32(body, 1) // one ACL
+	body = binary.BigEndian.AppendUint32(body, uint32(zk.PermAll))
+	body = appendJute(body, []byte("world"))
+	body = appendJute(body, []byte("anyone"))
+	body = binary.BigEndian.AppendUint32(body, 0) // persistent
+	if err := c.inject(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)); err != nil {
+		t.Fatal(err)
+	}
+	var zxid int64
+	locktest.Eventually(t, 10*time.Second, "the injected create's reply", func() bool {
+		var code int32
+		var ok bool
+		zxid, code, _, ok = c.replyTo(xid)
+		return ok && code == 0
+	})
+	// Let go-zookeeper read it (it reads in order, and the reply is read).
+	locktest.Eventually(t, 10*time.Second, "go-zookeeper's log line for the unknown reply", func() bool {
+		return len(unknownLines(logs)) > 0
+	})
+	lines := unknownLines(logs)
+	if len(lines) != 1 || len(lines[0].args) != 1 || lines[0].args[0] != any(xid) {
+		t.Fatalf("log lines for the unknown reply: %+v, want one with the int32 xid %d", lines, xid)
+	}
+	if _, _, err := conn.Exists(dir); err != nil {
+		t.Fatalf("a request after the unknown reply: %v", err)
+	}
+	if n := len(rec.all()); n != 1 {
+		t.Fatalf("%d connections: the unknown reply cost the connection", n)
+	}
+	// No request of go-zookeeper's between the reply and the reconnect
+	// but that Exists, whose reply carries a zxid no older: drop, and read
+	// the next connect request.
+	proxy.DropAll()
+	next := reconnected(t, conn, rec, 1)
+	connect := next.writes()[0].p
+	if seen := int64(binary.BigEndian.Uint64(connect[8:])); seen < zxid {
+		t.Fatalf("the next connect request says the last zxid seen is %#x, before the unknown reply's %#x", seen, zxid)
+	}
+}
+
+// unknownLines returns go-zookeeper's log lines for replies to unknown
+// requests.
+func unknownLines(l *logRecorder) []logLine {
+	var out []logLine
+	for _, line := range l.all() {
+		if line.format == recipe.UnknownReplyFormat {
+			out = append(out, line)
+		} else if strings.Contains(strings.ToLower(line.format), "unknown") {
+			out = append(out, logLine{format: line.format, args: []any{"(another text)"}})
+		}
+	}
+	return out
+}
+
+func appendJute(b, s []byte) []byte {
+	if s == nil {
+		return binary.BigEndian.AppendUint32(b, 0xffffffff)
+	}
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+}
+
+// On a new connection go-zookeeper sends every credential it has again
+// before anything else, as setAuth requests (opcode 100) with ordinary
+// xids, in the order they were added, each once the last was answered.
+func TestContractCredentialsResent(t *testing.T) {
+	srv := zktest.Shared(t)
+	proxy := srv.Proxy(t)
+	conn, rec, _ := contractConn(t, proxy.Addr())
+	creds := []string{"a:1", "b:2"}
+	for _, cred := range creds {
+		if err := conn.AddAuth("digest", []byte(cred)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.DropAll()
+	c := reconnected(t, conn, rec, 1)
+	ws := c.writes()
+	if len(ws) < 1+len(creds)+1 {
+		t.Fatalf("%d writes on the new connection", len(ws))
+	}
+	for i, cred := range creds {
+		w := ws[1+i]
+		xid, op := xidOp(w.p)
+		if op != 100 || !bytes.Contains(w.p, []byte(cred)) {
+			t.Fatalf("write %d on the new connection: op %d, % x; want setAuth of %q", 1+i, op, w.p[:min(len(w.p), 24)], cred)
+		}
+		if xid < 0 {
+			t.Errorf("setAuth sent again with xid %d: an ordinary (non-negative) xid was pinned", xid)
+		}
+		_, code, end, ok := c.replyTo(xid)
+		if !ok || code != 0 {
+			t.Fatalf("setAuth %q: no accepted reply (%v, %d)", cred, ok, code)
+		}
+		if next := ws[2+i]; next.readUntil < end {
+			_, op := xidOp(next.p)
+			t.Errorf("write %d (op %d) went out before setAuth %q was answered", 2+i, op, cred)
+		}
+	}
+}
+
+// go-zookeeper closes a connection that failed (the direct requests still
+// waiting on it fail then), but leaves, without closing it, one whose
+// connect response said the session expired (the client closes that one
+// itself).
+func TestContractConnectionClosed(t *testing.T) {
+	srv := zktest.Shared(t)
+	proxy := srv.Proxy(t)
+	conn, rec, _ := contractConn(t, proxy.Addr())
+	first := rec.last()
+	proxy.DropAll()
+	reconnected(t, conn, rec, 1)
+	locktest.Eventually(t, 5*time.Second, "go-zookeeper closing the failed connection", first.closed.Load)
+
+	n := len(rec.all())
+	if got, err := proxy.ExpireSessions(); err != nil || got != 1 {
+		t.Fatalf("expire: %d, %v", got, err)
+	}
+	reconnected(t, conn, rec, n)
+	var expired []*recConn
+	for _, c := range rec.all()[n:] {
+		if frames, _ := c.replies(); len(frames) > 0 && len(frames[0]) >= 16 && binary.BigEndian.Uint64(frames[0][8:]) == 0 {
+			expired = append(expired, c)
+		}
+	}
+	if len(expired) != 1 {
+		t.Fatalf("%d connections answered as expired, want 1", len(expired))
+	}
+	time.Sleep(time.Second)
+	if expired[0].closed.Load() {
+		t.Fatal("go-zookeeper closed the connection answered as expired: it used to leave it (see trackedConn.closeAbandoned)")
+	}
+	expired[0].Conn.Close()
+}
