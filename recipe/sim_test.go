@@ -611,6 +611,9 @@ func (r *simRun) run() {
 	}
 	r.checkNodes("clients closed", r.cfg.session+2*time.Second)
 	r.checkRegister()
+	for _, v := range r.world.Violations() {
+		r.fail("protocol: %s", v)
+	}
 }
 
 // runSchedule runs the schedule of seed in a bubble of its own and

@@ -2,6 +2,7 @@ package simzk
 
 import (
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -99,6 +100,11 @@ func (w *World) serve(e *end, h *Host) {
 	buf := make([]byte, 0, 512)
 	for {
 		body, err := jute.ReadFrame(e, buf, jute.MaxBuffer)
+		if errors.Is(err, jute.ErrLength) {
+			w.mu.Lock()
+			w.violation(l, "%v", err)
+			w.mu.Unlock()
+		}
 		if err != nil {
 			break
 		}
@@ -162,6 +168,7 @@ func (w *World) request(l *link, body []byte) {
 	r := jute.NewReader(body)
 	var hdr jute.RequestHeader
 	if hdr.Read(r); r.Err() != nil {
+		w.violation(l, "a request shorter than its header: %x", body)
 		w.closeLink(l, closeEOF)
 		return
 	}
@@ -173,6 +180,7 @@ func (w *World) request(l *link, body []byte) {
 	rep := w.apply(l, hdr, r)
 	if rep.bad {
 		// ZooKeeper closes a connection whose request does not parse.
+		w.violation(l, "request (xid %d, op %d) does not parse: %x", hdr.Xid, hdr.Op, body)
 		w.closeLink(l, closeEOF)
 		return
 	}
@@ -267,7 +275,23 @@ func (w *World) apply(l *link, hdr jute.RequestHeader, r *jute.Reader) reply {
 		}
 		return w.multi(l, ops)
 	}
+	w.violation(l, "request (xid %d) with unknown op %d", hdr.Xid, hdr.Op)
 	return reply{zxid: w.zxid, err: errUnimplemented}
+}
+
+// violation notes a request no correct client sends. Under World.mu.
+func (w *World) violation(l *link, format string, args ...any) {
+	w.violations = append(w.violations, fmt.Sprintf("%s: ", l.h.name)+fmt.Sprintf(format, args...))
+}
+
+// Violations returns what the server read that breaks the protocol:
+// frames that do not parse as the request their opcode names, unknown
+// opcodes, oversized frames. A correct client sends none, whatever the
+// network does.
+func (w *World) Violations() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.violations)
 }
 
 // Error codes the model answers with that go-zookeeper has no error for.

@@ -26,9 +26,10 @@ type World struct {
 	dataW  map[string]map[*link]struct{}
 	childW map[string]map[*link]struct{}
 
-	ends    map[*end]struct{} // the server ends of the open connections
-	down    bool              // the server is down (Restart): dials are refused
-	upSince time.Time         // when it came up last: no session expires sooner than its timeout after
+	ends       map[*end]struct{} // the server ends of the open connections
+	violations []string          // requests that break the protocol (Violations)
+	down       bool              // the server is down (Restart): dials are refused
+	upSince    time.Time         // when it came up last: no session expires sooner than its timeout after
 
 	closed bool
 	done   chan struct{} // closed by Close
