@@ -33,10 +33,10 @@ OUTSIDEFLAGS ?= --patched
 # A test that finds no ZooKeeper fails instead of being skipped (zktest).
 export ZKTEST_REQUIRED := 1
 
-.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside test-short test-faults simulate test-procs soak bench bench-peers lint fuzz
+.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside test-short test-faults test-direct-off contract simulate test-procs soak bench bench-peers lint fuzz
 
-demo test test-short test-faults simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
-demo test test-outside test-short test-faults simulate test-procs soak bench bench-peers lint fuzz: patched-zk
+demo test test-short test-faults test-direct-off contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
+demo test test-outside test-short test-faults test-direct-off contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -78,6 +78,13 @@ test-short: ## run the tests that need no ZooKeeper server
 
 test-faults: zk-install ## run the fault x recipe matrix and the scale tests (docs/reliability.md)
 	$(GO) test -race -count=1 -timeout 20m -v $(TESTFLAGS) ./internal/faults/
+
+test-direct-off: zk-install ## run the recipe package and the fault matrix with direct requests off (ZKRECIPES_DIRECT_REQUESTS=off: every request through go-zookeeper)
+	ZKRECIPES_DIRECT_REQUESTS=off $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./recipe/
+	ZKRECIPES_DIRECT_REQUESTS=off $(GO) test -race -count=1 -timeout 20m -run '^TestFaultMatrix$$' $(TESTFLAGS) ./internal/faults/
+
+contract: zk-install ## show each go-zookeeper contract test failing against a go-zookeeper that breaks its assumption (patches/contract/)
+	GO=$(GO) scripts/contract-breaks.sh
 
 SCHEDULES ?= 100000
 SEED ?= 0
