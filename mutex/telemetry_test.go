@@ -117,7 +117,7 @@ func TestLossMetric(t *testing.T) {
 	}
 	<-m.Done()
 	rm := tel.Collect(t)
-	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, telemetry.AttrReason.String("node_deleted")); got != 1 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, telemetry.AttrLossReason.String("node_deleted")); got != 1 {
 		t.Fatalf("losses{node_deleted} = %d, want 1", got)
 	}
 	if got, _ := locktest.Sum(t, rm, telemetry.MetricHolders, telemetry.AttrRecipe.String("mutex")); got != 0 {

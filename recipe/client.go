@@ -101,6 +101,7 @@ func connect(ctx context.Context, servers []string, hooks *testHooks, opts []Opt
 		c.Close()
 		return nil, err
 	}
+	c.warnGranted()
 	return c, nil
 }
 

@@ -311,7 +311,7 @@ func (h *Hold) lose(reason error) {
 	c := h.l.c
 	c.stats.lost.Add(1)
 	c.ins.losses.Add(context.Background(), 1, metric.WithAttributeSet(attribute.NewSet(
-		telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrReason.String(lossReason(reason)))))
+		telemetry.AttrRecipe.String(h.l.spec.Recipe), telemetry.AttrLossReason.String(lossReason(reason)))))
 	h.endLocked(lostError(reason))
 	h.mu.Unlock()
 	c.log.Warn("lock lost", "path", h.l.dir, "node", h.node, "reason", reason)

@@ -171,18 +171,11 @@ func (l *Lock) Observe(ctx context.Context) (<-chan Participant, error) {
 // observe is Observer's loop. It returns nil when ctx ends, or the error
 // no retry can fix that ended it.
 func (l *Lock) observe(ctx context.Context, out chan<- Participant) error {
-	var last Participant // the last delivery
-	var lastVersion int32
+	var seen observed
 	pace := l.c.Backoff()
 	var reread string // the head whose data changed: read it again, no listing
 	for ctx.Err() == nil {
-		var h head
-		var err error
-		if reread != "" {
-			h, err = l.readHead(ctx, reread)
-		} else {
-			h, err = l.head(ctx)
-		}
+		h, err := l.look(ctx, reread)
 		reread = ""
 		if err != nil {
 			if Permanent(err) {
@@ -194,29 +187,57 @@ func (l *Lock) observe(ctx context.Context, out chan<- Participant) error {
 			continue
 		}
 		pace.Reset()
-		p := h.p
-		switch {
-		case p.Node == "":
-		case p.Token == last.Token && h.version > lastVersion && bytes.Equal(p.Data, last.Data):
-			lastVersion = h.version // written again with the same data
-		case p.Token > last.Token, p.Token == last.Token && h.version > lastVersion:
+		deliver, same := seen.next(h)
+		if same {
+			seen.version = h.version // written again with the same data
+		}
+		if deliver {
 			select {
-			case out <- p:
-				last, lastVersion = p, h.version
+			case out <- h.p:
+				seen = observed{h.p, h.version}
 			case <-ctx.Done():
 				return nil
 			}
 		}
 		select {
 		case ev := <-h.wake:
-			if ev.Type == zk.EventNodeDataChanged && p.Node != "" {
-				reread = p.Node
+			if ev.Type == zk.EventNodeDataChanged && h.p.Node != "" {
+				reread = h.p.Node
 			}
 		case <-ctx.Done():
 			return nil
 		}
 	}
 	return nil
+}
+
+// look reads the head of the queue: the node reread again when its data
+// changed, else from a listing.
+func (l *Lock) look(ctx context.Context, reread string) (head, error) {
+	if reread != "" {
+		return l.readHead(ctx, reread)
+	}
+	return l.head(ctx)
+}
+
+// observed is the last head observe delivered, and its data version.
+type observed struct {
+	last    Participant
+	version int32
+}
+
+// next says what a look that found h means: deliver it (a new head, or new
+// data of the same head: Proclaim), or only note its version (the same
+// data written again), or neither (nobody in line, nothing new).
+func (o observed) next(h head) (deliver, same bool) {
+	p := h.p
+	switch {
+	case p.Node == "":
+		return false, false
+	case p.Token == o.last.Token && h.version > o.version && bytes.Equal(p.Data, o.last.Data):
+		return false, true
+	}
+	return p.Token > o.last.Token || p.Token == o.last.Token && h.version > o.version, false
 }
 
 // head is what one look at the queue found: its first node (a zero

@@ -278,7 +278,7 @@ func TestLossMetric(t *testing.T) {
 	}
 	rm := tel.Collect(t)
 	read := telemetry.AttrRecipe.String("rwlock.read")
-	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, read, telemetry.AttrReason.String("node_deleted")); got != 1 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, read, telemetry.AttrLossReason.String("node_deleted")); got != 1 {
 		t.Fatalf("losses{rwlock.read, node_deleted} = %d, want 1", got)
 	}
 	if got, _ := locktest.Sum(t, rm, telemetry.MetricHolders, read); got != 0 {

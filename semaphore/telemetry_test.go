@@ -204,7 +204,7 @@ func TestLossMetric(t *testing.T) {
 		t.Fatal("Done not closed after the node was deleted")
 	}
 	rm := tel.Collect(t)
-	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, attr, telemetry.AttrReason.String("node_deleted")); got != 1 {
+	if got, _ := locktest.Sum(t, rm, telemetry.MetricLosses, attr, telemetry.AttrLossReason.String("node_deleted")); got != 1 {
 		t.Fatalf("losses{semaphore, node_deleted} = %d, want 1", got)
 	}
 	if got, _ := locktest.Sum(t, rm, telemetry.MetricHolders, attr); got != 1 {

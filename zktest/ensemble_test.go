@@ -1,6 +1,7 @@
 package zktest_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +102,10 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 	call := zktest.Connect(t, e.Addrs()...)
 	if _, _, err := call.Get(path); err != nil {
 		t.Fatal(err)
+	}
+	// So does a recipe client of the ensemble, closed with the test.
+	rc := e.Client(t)
+	if ok, err := rc.Exists(context.Background(), path); err != nil || !ok {
+		t.Fatalf("recipe client of the ensemble: exists %s = %v, %v", path, ok, err)
 	}
 }

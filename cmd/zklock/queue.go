@@ -225,7 +225,7 @@ func queue(ctx context.Context, lk *recipe.Lock, leases int) ([]entry, error) {
 		}
 		if !p.Created.IsZero() {
 			e.Created = p.Created
-			age := now.Sub(p.Created).Seconds()
+			age := float64(now.Sub(p.Created).Milliseconds()) / 1000 // to the millisecond: 1.52, not 1.5196311150000001
 			e.AgeSeconds = &age
 		}
 		out[i] = e

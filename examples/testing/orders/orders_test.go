@@ -62,13 +62,7 @@ func TestWorkerStopsWritingWhenLockIsLost(t *testing.T) {
 
 func TestLockWorksWhileAMemberIsDown(t *testing.T) {
 	ens := zktest.StartEnsemble(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	client, err := recipe.Connect(ctx, ens.Addrs(), recipe.WithSessionTimeout(session))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
+	client := ens.Client(t, recipe.WithSessionTimeout(session)) // closed when the test ends
 	m, err := mutex.New(client, zktest.UniquePath(t))
 	if err != nil {
 		t.Fatal(err)
