@@ -195,15 +195,16 @@ func openParent(t *testing.T, conn *zk.Conn) string {
 	return ""
 }
 
-// A protected lock whose parents are missing creates them open, so it does
-// not lock other clients out of the parent: another client can still make
-// its own lock next to it.
+// A protected lock that accepts any directory ACL (WithAnyDirectoryACL)
+// creates missing parents open, so it does not lock other clients out of
+// the parent: another client can still make its own lock next to it.
+// Without the option they carry the client's ACL: TestDirectoryACLParents.
 func TestACLParentsStayOpen(t *testing.T) {
 	srv := zktest.Shared(t)
 	ctx := locktest.Ctx(t, 30*time.Second)
 	parent := zktest.UniquePath(t) + "/shared"
 	alice := locktest.Client(t, []string{srv.Addr()}, recipe.WithDigestAuth("alice", "secret"),
-		recipe.WithACL(zk.DigestACL(zk.PermAll, "alice", "secret")...))
+		recipe.WithACL(zk.DigestACL(zk.PermAll, "alice", "secret")...), recipe.WithAnyDirectoryACL())
 	m, err := mutex.New(alice, parent+"/alice")
 	if err != nil {
 		t.Fatal(err)

@@ -264,8 +264,8 @@ func newGroup(l *Lock, n int, try bool, span trace.Span) group {
 // several) and waits for each in turn: the nodes are consecutive, so
 // waiting for each waits for all.
 func (g group) run(ctx context.Context) error {
+	l := g[0].l
 	if len(g) > 1 {
-		l := g[0].l
 		var t turn
 		err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
 			t, err = enqueue(ctx, g)
@@ -296,7 +296,10 @@ func (g group) run(ctx context.Context) error {
 			}
 		}
 		if !again {
-			return nil
+			// The directory may have been made again since its ACL was
+			// checked; it holds our nodes now, so it stays the one
+			// checked. No I/O unless it changed.
+			return l.c.retryDo(ctx, l.acquireNote, l.checkDir)
 		}
 	}
 }

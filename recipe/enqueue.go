@@ -36,6 +36,9 @@ func enqueue(ctx context.Context, as []*attempt) (turn, error) {
 		req.paths[i] = join(l.dir, a.prefix+l.spec.LockName)
 	}
 	for tries := 0; ; tries++ {
+		if err := l.checkDir(ctx); err != nil {
+			return stay, err // before the create: nothing to clean up
+		}
 		sid, ep := l.c.zk.SessionID(), l.c.currentEpoch()
 		for _, a := range as {
 			a.created, a.session = createUnknown, sid

@@ -314,11 +314,12 @@ func (c *Client) ensureDir(ctx context.Context, dir string, data []byte) error {
 	return c.ensureDirACL(ctx, dir, data, c.cfg.acl)
 }
 
-// ensureDirACL is ensureDir with the ACL of dir. Missing ancestors get an
-// open ACL, as Curator gives them by default: a lock directory protected
-// for one user must not lock everybody out of the tree above it (other
-// locks under the same parent, say). Protect ancestors by creating them
-// yourself.
+// ensureDirACL is ensureDir with the ACL of dir. Missing ancestors get
+// parentACL: the client's own ACL when it checks the ACLs of its lock
+// directories, so that nobody else can make the lock directory, open,
+// after the server reaped it; an open ACL otherwise, as Curator gives them
+// by default. Parents shared by clients with different credentials are
+// made beforehand, with an ACL that lets each in (docs/operations.md).
 func (c *Client) ensureDirACL(ctx context.Context, dir string, data []byte, acl []zk.ACL) error {
 	if dir == "" {
 		return nil
@@ -334,7 +335,7 @@ func (c *Client) ensureDirACL(ctx context.Context, dir string, data []byte, acl 
 			c.zk.createZxid(dir) // nobody needs a directory's zxid
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
-			if err := c.ensureDirACL(ctx, parentOf(dir), nil, zk.WorldACL(zk.PermAll)); err != nil {
+			if err := c.ensureDirACL(ctx, parentOf(dir), nil, c.parentACL()); err != nil {
 				return err
 			}
 			// The parent exists now (unless reaped again): try once more.

@@ -41,6 +41,7 @@ type config struct {
 	maxPacket int
 
 	tolerateSuspension bool // ride out a silence while the session may live
+	anyDirACL          bool // queue in lock directories whatever their ACL grants others
 	direct             int8 // direct requests: 1 on, -1 off, 0 as ZKRECIPES_DIRECT_REQUESTS says (default on)
 
 	dialerSet, tracerSet, meterSet, tlsSet bool // set by an option, so nil is refused
@@ -157,13 +158,17 @@ func WithDigestAuth(user, password string) Option {
 	return func(c *config) { c.auth, c.authUser, c.authPassword = true, user, password }
 }
 
-// WithACL sets the ACL of every node the client creates: lock nodes and
-// lock directories. Missing directories further up (the parents of a lock
-// directory) are created with an open ACL, as Curator does by default, so
-// that one protected lock does not lock others out of a shared parent;
-// create them yourself to protect them. Default: world-readable and
-// writable (zk.WorldACL(zk.PermAll)). Combine with [WithDigestAuth] and zk.DigestACL
-// to keep other credentials out of a lock.
+// WithACL sets the ACL of every node the client creates: lock nodes, lock
+// directories and their missing parents. Combine with [WithDigestAuth] and
+// zk.DigestACL to keep other credentials out of a lock. A client with an
+// ACL of its own (one that does not grant everything to world:anyone)
+// also checks, before it queues, that the lock directory grants DELETE,
+// CREATE and ADMIN to no identity its ACL does not, and refuses it with
+// [ErrDirectoryACL] otherwise: ZooKeeper checks a delete against the
+// parent's ACL, so whoever may delete in the directory may delete the
+// holder's node. [WithAnyDirectoryACL] turns the check off and creates
+// missing parents open, as Curator does by default. Default:
+// world-readable and writable (zk.WorldACL(zk.PermAll)), and no check.
 func WithACL(acl ...zk.ACL) Option {
 	return func(c *config) { c.acl = append([]zk.ACL(nil), acl...) }
 }

@@ -1,0 +1,234 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// The lock directory's ACL. ZooKeeper checks a delete against the ACL of
+// the parent, not of the node: whoever may delete in a lock directory may
+// delete the holder's node, whatever ACL the holder gave it, and take the
+// lock; whoever may create there may put a node ahead of the queue. A
+// client with an ACL of its own ([WithACL]) therefore looks at the ACL of
+// the directory before it queues there, and refuses a directory that
+// grants DELETE or CREATE to an identity its own ACL does not: one
+// another client made first, open, or made again open after the server
+// reaped the empty container.
+//
+// The check reads the directory's ACL, with a data watch on the directory,
+// once per incarnation of the directory (two requests, in one round trip):
+// the watch fires when the directory is deleted (reaped, or deleted and
+// made again), or its session's watches end, and the next acquire checks
+// again. go-zookeeper hands a watch event over before it reads the replies
+// that follow it on the connection, so an acquire whose create's reply
+// comes after the directory was made again sees the event: it checks the
+// directory that now holds its node (which cannot be reaped under it)
+// before it can hold. Only who can change the directory's ACL could open
+// it without a watch firing: ADMIN on it, which the check also refuses to
+// others.
+
+// ErrDirectoryACL is wrapped, with [ErrNotAcquired], by the error of an
+// acquire that refused its lock directory because the directory's ACL
+// grants DELETE, CREATE or ADMIN to an identity the client's own ACL does
+// not (see [WithACL]): such a client could delete the holder's node and
+// take the lock. The error names the directory and the grant. It also
+// matches [ErrPermission]. [WithAnyDirectoryACL] accepts such directories.
+var ErrDirectoryACL = fmt.Errorf("%w: the lock directory's ACL lets others in", ErrPermission)
+
+// WithAnyDirectoryACL makes a client with its own ACL ([WithACL]) queue in
+// lock directories whatever their ACL grants to others, and create the
+// missing parents of its lock directories with an open ACL, as it did
+// before the check: for deployments where every client is trusted, or
+// where the directories are shared on purpose. Default: a directory that
+// grants DELETE, CREATE or ADMIN to an identity the client's ACL does
+// not is refused with [ErrDirectoryACL], and missing parents are created
+// with the client's ACL.
+func WithAnyDirectoryACL() Option {
+	return func(c *config) { c.anyDirACL = true }
+}
+
+// guardedPerms are the permissions on a lock directory that let their
+// holder break the lock: delete the holder's node, queue a node ahead of
+// it, change the directory's ACL.
+const guardedPerms = zk.PermDelete | zk.PermCreate | zk.PermAdmin
+
+// checksDirACL reports whether the client checks the ACL of its lock
+// directories: it has an ACL of its own, one that does not already grant
+// every guarded permission to the world, and was not told to accept any.
+func (c *Client) checksDirACL() bool {
+	return !c.cfg.anyDirACL && !grants(c.cfg.acl, "world", "anyone", guardedPerms)
+}
+
+// parentACL is the ACL of the parents the client creates above a lock
+// directory: its own when it checks directories (an open parent lets
+// anyone make the lock directory, open, whenever the server has reaped
+// it), open otherwise.
+func (c *Client) parentACL() []zk.ACL {
+	if c.checksDirACL() {
+		return c.cfg.acl
+	}
+	return zk.WorldACL(zk.PermAll)
+}
+
+// grants reports whether acl grants every permission of perms to the
+// identity scheme:id, directly or through world:anyone.
+func grants(acl []zk.ACL, scheme, id string, perms int32) bool {
+	var have int32
+	for _, a := range acl {
+		if a.Scheme == scheme && a.ID == id || a.Scheme == "world" && a.ID == "anyone" {
+			have |= a.Perms
+		}
+	}
+	return have&perms == perms
+}
+
+// ownIdentities expands the client's ACL as the server stores it: the
+// "auth" scheme stands for the ids the session authenticated with, here
+// digest user:hash when the client has digest credentials.
+func (c *Client) ownIdentities() []zk.ACL {
+	out := make([]zk.ACL, 0, len(c.cfg.acl))
+	for _, a := range c.cfg.acl {
+		if a.Scheme == "auth" {
+			if c.cfg.auth {
+				d := zk.DigestACL(a.Perms, c.cfg.authUser, c.cfg.authPassword)
+				out = append(out, d...)
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// foreignGrants returns the entries of dirACL that grant a guarded
+// permission to an identity the client's ACL does not grant it to, as
+// "scheme:id:perms" strings.
+func (c *Client) foreignGrants(dirACL []zk.ACL) []string {
+	own := c.ownIdentities()
+	var out []string
+	for _, e := range dirACL {
+		if g := e.Perms & guardedPerms; g != 0 && !grants(own, e.Scheme, e.ID, g) {
+			out = append(out, e.Scheme+":"+e.ID+":"+permString(e.Perms))
+		}
+	}
+	return out
+}
+
+// permString writes perms as ZooKeeper's CLI does: "cdrwa".
+func permString(perms int32) string {
+	var b strings.Builder
+	for _, p := range []struct {
+		bit  int32
+		name byte
+	}{{zk.PermCreate, 'c'}, {zk.PermDelete, 'd'}, {zk.PermRead, 'r'}, {zk.PermWrite, 'w'}, {zk.PermAdmin, 'a'}} {
+		if perms&p.bit != 0 {
+			b.WriteByte(p.name)
+		}
+	}
+	return b.String()
+}
+
+// aclReader is the part of a seam that reads ACLs: go-zookeeper's
+// connection has it; a seam without it (a scripted fake) is not checked.
+type aclReader interface {
+	GetACL(path string) ([]zk.ACL, *zk.Stat, error)
+}
+
+func (c *Client) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, error) {
+	r, ok := c.zk.(aclReader)
+	if !ok {
+		return nil, nil, errNoACLReader
+	}
+	var acl []zk.ACL
+	var st *zk.Stat
+	c.stats.reads.Add(1)
+	err := c.call(ctx, func() (err error) {
+		acl, st, err = r.GetACL(path)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return acl, st, nil
+}
+
+var errNoACLReader = errors.New("recipe: the connection reads no ACLs")
+
+// dirChecked is the incarnation of a lock directory whose ACL a Lock has
+// checked: its czxid, and the data watch that fires when it goes.
+type dirChecked struct {
+	mu    sync.Mutex
+	czxid int64
+	gone  <-chan zk.Event // nil: nothing checked
+}
+
+// current reports whether the checked incarnation is, as far as the
+// events received tell, still the directory.
+func (d *dirChecked) current() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.gone == nil {
+		return false
+	}
+	select {
+	case <-d.gone:
+		d.gone = nil
+		return false
+	default:
+		return true
+	}
+}
+
+func (d *dirChecked) set(czxid int64, gone <-chan zk.Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.czxid, d.gone = czxid, gone
+}
+
+// checkDir checks the ACL of the lock directory, unless the client does
+// not check ACLs or this incarnation of the directory was checked. A
+// missing directory passes: the create that follows fails, the directory
+// is made, with the client's ACL, and checked before the next create.
+func (l *Lock) checkDir(ctx context.Context) error {
+	c := l.c
+	if !c.checksDirACL() || l.dirACL.current() {
+		return nil
+	}
+	for range maxSetupTries {
+		var (
+			acl        []zk.ACL
+			st, stW    *zk.Stat
+			gone       <-chan zk.Event
+			errA, errW error
+			both       sync.WaitGroup
+		)
+		both.Go(func() { _, stW, gone, errW = c.getDataW(ctx, l.dir) })
+		acl, st, errA = c.getACL(ctx, l.dir)
+		both.Wait()
+		switch {
+		case errors.Is(errA, errNoACLReader):
+			return nil
+		case errors.Is(errA, zk.ErrNoNode) || errors.Is(errW, zk.ErrNoNode):
+			return nil
+		case errA != nil:
+			return opError("read ACL of", l.dir, errA)
+		case errW != nil:
+			return opError("read", l.dir, errW)
+		case st.Czxid != stW.Czxid:
+			continue // made again between the two reads
+		}
+		if bad := c.foreignGrants(acl); len(bad) > 0 {
+			return fmt.Errorf("%w: %s grants %s, which this client's ACL does not: such a client could delete the holder's node; "+
+				"set the directory's ACL (docs/operations.md), or accept it with WithAnyDirectoryACL",
+				ErrDirectoryACL, l.dir, strings.Join(bad, ", "))
+		}
+		l.dirACL.set(st.Czxid, gone)
+		return nil
+	}
+	return opError("read ACL of", l.dir, zk.ErrNoNode)
+}
