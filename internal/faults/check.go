@@ -51,6 +51,13 @@ type Result struct {
 	// Injections counts the faults injected (for the whole row: all the
 	// recipes of a target share them).
 	Injections int
+	// Recovery is, for each worker and episode, the time from the end of
+	// the fault to its first grant after it (-1: none); Beyond the longest
+	// wait of an acquire after the end of a fault beyond the holds queued
+	// ahead of it; Bound the B they were checked against.
+	Recovery []time.Duration
+	Beyond   time.Duration
+	Bound    time.Duration
 }
 
 // Failed reports whether the result breaks a property.
@@ -93,6 +100,9 @@ func (r *Result) Merge(o Result) {
 	r.NewSessions += o.NewSessions
 	r.Injections += o.Injections
 	r.Guarded.add(o.Guarded)
+	r.Recovery = append(r.Recovery, o.Recovery...)
+	r.Beyond = max(r.Beyond, o.Beyond)
+	r.Bound = max(r.Bound, o.Bound)
 }
 
 // finish turns the cell's episode log into a Result (without the leak
@@ -157,7 +167,7 @@ func (c *Cell) finish(fault string) Result {
 	}
 	r.LostAtRelease = ep.lostAtRel
 	r.NewSessions = ep.newSess
-	r.Violations = CheckIntervals(ep.intervals, c.Adapter.MaxLeases)
+	r.Violations = append(CheckIntervals(clipExpired(ep.intervals, ep.expiredAt), c.Adapter.MaxLeases), ep.violations...)
 	r.Problems = append(r.Problems, ep.problems...)
 	r.Notes = append(r.Notes, ep.notes...)
 	d := c.Stats().Sub(ep.stats)

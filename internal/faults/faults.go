@@ -432,11 +432,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // Episode runs the cells of env under fault f for d (and the cells in
 // others, on other targets, with no fault: load that the fault does not
-// touch), then heals, checks every cell and returns one Result per cell,
-// env's first. A cell whose directory still holds nodes after the faults
-// healed (and after twice the session timeout plus 5s for background
-// clean-up) has them listed as leaked. The error reports a fault that
-// could not be injected or healed (a harness problem, not a finding).
+// touch), then heals, waits for the fault to be over (see [OverAt]) and
+// for every worker of env's cells to be granted again (see [Recovery]),
+// checks every cell and returns one Result per cell, env's first. A cell
+// whose directory still holds nodes after the faults healed (and after
+// twice the session timeout plus 5s for background clean-up) has them
+// listed as leaked. The error reports a fault that could not be injected
+// or healed (a harness problem, not a finding).
 func Episode(ctx context.Context, f *Fault, env *Env, others []*Cell, d time.Duration) ([]Result, int, error) {
 	all := append(append([]*Cell(nil), env.Cells...), others...)
 	for _, c := range all {
@@ -445,28 +447,24 @@ func Episode(ctx context.Context, f *Fault, env *Env, others []*Cell, d time.Dur
 		}
 		c.begin()
 	}
-	ectx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
 	var wg sync.WaitGroup
 	for _, c := range all {
-		wg.Go(func() { c.run(ectx) })
+		wg.Go(func() { c.run(wctx) })
 	}
-	var injected int
-	var injErr error
-	var iwg sync.WaitGroup
-	iwg.Go(func() {
-		if sleep(ectx, 300*time.Millisecond) {
-			injected, injErr = f.Inject(ectx, env)
-		}
-	})
-	wg.Wait()
-	iwg.Wait()
+	injected, injErr := inject(ctx, f, env, d)
 	healErr := env.Heal()
+	rec := env.awaitRecovery(ctx)
+	stopWorkers()
+	wg.Wait()
+	env.settleGhosts()
 	results := make([]Result, len(all))
 	for i, c := range all {
 		if i < len(env.Cells) {
 			results[i] = c.finish(f.Name)
 			results[i].Injections = injected
+			c.checkLiveness(rec, &results[i])
 		} else {
 			results[i] = c.finish("none")
 		}
@@ -492,7 +490,19 @@ func Episode(ctx context.Context, f *Fault, env *Env, others []*Cell, d time.Dur
 	for i, c := range all {
 		c.checkRegister(c.log(), &results[i])
 	}
-	return results, injected, errors.Join(injErr, healErr)
+	return results, injected, errors.Join(injErr, healErr, rec.Err)
+}
+
+// inject runs f's injection for d, after 300ms of work without a fault,
+// and returns when it returned: at the end of d, or earlier for a fault
+// injected once.
+func inject(ctx context.Context, f *Fault, env *Env, d time.Duration) (int, error) {
+	ectx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if !sleep(ectx, 300*time.Millisecond) {
+		return 0, nil
+	}
+	return f.Inject(ectx, env)
 }
 
 // CheckClosed checks a cell's directory after its clients closed: nothing

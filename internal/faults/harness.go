@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,11 @@ type Target struct {
 	// front of Addrs[0], listed twice so that go-zookeeper reconnects at
 	// once (it pauses a second before retrying a list it went through).
 	Proxied bool
+	// OneAddr lists a proxied client's proxy once, as a user lists a
+	// single server: after a round of dials that failed (or a connect
+	// response that said the session expired) the client paces its next
+	// dial on its retry policy.
+	OneAddr bool
 	// SessionTimeout of every client.
 	SessionTimeout time.Duration
 	// Server is the standalone server behind Addrs, for restart faults.
@@ -53,6 +59,9 @@ type Target struct {
 	// Raw is a plain connection to the servers (not through a proxy) for
 	// the leak checks.
 	Raw *zk.Conn
+	// Bound is the liveness bound B its clients are checked against; 0:
+	// Bound(SessionTimeout, DefaultMaxSleep).
+	Bound time.Duration
 }
 
 // Config shapes a cell's workload.
@@ -77,6 +86,12 @@ type Config struct {
 	// a holder stops acting when its hold is suspended and acts again
 	// when it resumes, and each part of the hold is an interval of its own.
 	Tolerant bool
+	// Auth connects the clients with credentials (recipe.WithDigestAuth),
+	// which every reconnect sends again.
+	Auth bool
+	// DirectOff connects the clients with direct requests switched off
+	// (ZKRECIPES_DIRECT_REQUESTS=off, read by recipe.Connect).
+	DirectOff bool
 }
 
 // DefaultConfig is the workload of the matrix and the soak.
@@ -109,6 +124,13 @@ type Cell struct {
 	mu       sync.Mutex
 	ep       *episodeLog
 	sessions map[int64]bool // every session a hold belonged to, or a client had at close
+
+	// recovering is set once the fault is over: the workers then acquire
+	// with contexts that last until recoverUntil (UnixNano) and no short
+	// timeouts (see Episode).
+	recovering   atomic.Bool
+	recoverUntil atomic.Int64
+	ghosts       []*Ghost // under mu
 }
 
 // Worker is one contender: a client (session), its proxy if the target is
@@ -122,7 +144,8 @@ type Worker struct {
 	rng     *rand.Rand
 	holding atomic.Bool
 	pinned  atomic.Bool
-	session int64 // last session seen, to count new ones
+	granted atomic.Int64 // UnixNano of the last successful acquire
+	session int64        // last session seen, to count new ones
 }
 
 // Holding reports whether the worker holds now.
@@ -149,14 +172,11 @@ func NewCell(ctx context.Context, tg *Target, a *Adapter, path string, cfg Confi
 			}
 			w.Proxy = p
 			addrs = []string{p.Addr(), p.Addr()}
+			if tg.OneAddr {
+				addrs = addrs[:1]
+			}
 		}
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		opts := []recipe.Option{recipe.WithSessionTimeout(tg.SessionTimeout)}
-		if cfg.Tolerant {
-			opts = append(opts, recipe.WithSuspensionTolerance())
-		}
-		cl, err := recipe.Connect(cctx, addrs, opts...)
-		cancel()
+		cl, err := connect(ctx, addrs, tg.SessionTimeout, cfg)
 		if err != nil {
 			if w.Proxy != nil {
 				w.Proxy.Close()
@@ -179,6 +199,45 @@ func NewCell(ctx context.Context, tg *Target, a *Adapter, path string, cfg Confi
 	}
 	return c, nil
 }
+
+// CellAuth is the user and password of the clients of a cell with
+// Config.Auth.
+var CellAuth = [2]string{"faults", "faults-secret"}
+
+// directEnv serializes the connects that set ZKRECIPES_DIRECT_REQUESTS.
+var directEnv sync.Mutex
+
+// connect connects one client of a cell to addrs as cfg says.
+func connect(ctx context.Context, addrs []string, session time.Duration, cfg Config) (*recipe.Client, error) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	opts := []recipe.Option{recipe.WithSessionTimeout(session)}
+	if cfg.Tolerant {
+		opts = append(opts, recipe.WithSuspensionTolerance())
+	}
+	if cfg.Auth {
+		opts = append(opts, recipe.WithDigestAuth(CellAuth[0], CellAuth[1]))
+	}
+	if !cfg.DirectOff {
+		return recipe.Connect(cctx, addrs, opts...)
+	}
+	directEnv.Lock()
+	defer directEnv.Unlock()
+	old, had := os.LookupEnv(DirectEnv)
+	os.Setenv(DirectEnv, "off")
+	defer func() {
+		if had {
+			os.Setenv(DirectEnv, old)
+		} else {
+			os.Unsetenv(DirectEnv)
+		}
+	}()
+	return recipe.Connect(cctx, addrs, opts...)
+}
+
+// DirectEnv is the environment variable recipe.Connect reads to switch
+// direct requests off ("off").
+const DirectEnv = "ZKRECIPES_DIRECT_REQUESTS"
 
 // Close closes every client (recording its last session) and proxy.
 func (c *Cell) Close() {
@@ -262,6 +321,7 @@ type Interval struct {
 
 // call is one Acquire or Release call.
 type call struct {
+	worker   int
 	acquire  bool
 	start    time.Time
 	deadline time.Time
@@ -283,6 +343,10 @@ type episodeLog struct {
 	lostAtRel int      // releases that reported a loss Done had not shown
 	guard     guardLog // guarded writes
 	newSess   int      // times a worker's client moved to a new session
+
+	expiredAt  map[int][][2]time.Time // forced expiries of a worker's session (see Cell.expired)
+	extra      []Interval             // holds of others than the workers (ghosts), for the liveness check
+	violations []string               // found by the episode's checks (ghosts)
 }
 
 func (l *episodeLog) add(iv ...Interval) {
@@ -308,6 +372,7 @@ func (c *Cell) begin() {
 	c.mu.Lock()
 	c.ep = &episodeLog{stats: c.Stats(), start: time.Now()}
 	c.mu.Unlock()
+	c.recovering.Store(false)
 }
 
 func (c *Cell) log() *episodeLog {
@@ -358,7 +423,11 @@ func (w *Worker) loop(ctx context.Context, ep *episodeLog) {
 	for n := 0; n < cfg.MaxCycles && ctx.Err() == nil; n++ {
 		w.noteSession(ep)
 		timeout := cfg.AcquireTimeout
-		if w.rng.Float64() < cfg.ShortTimeouts {
+		short := w.rng.Float64() < cfg.ShortTimeouts
+		switch {
+		case w.cell.recovering.Load():
+			timeout = max(time.Until(time.Unix(0, w.cell.recoverUntil.Load())), 100*time.Millisecond)
+		case short:
 			timeout = 20*time.Millisecond + time.Duration(w.rng.Int64N(int64(380*time.Millisecond)))
 		}
 		actx, cancel := context.WithTimeout(ctx, timeout)
@@ -367,7 +436,7 @@ func (w *Worker) loop(ctx context.Context, ep *episodeLog) {
 		got := time.Now()
 		cancel()
 		class := classifyAcquire(w.cell.Adapter, err)
-		ep.addCall(call{acquire: true, start: start, deadline: start.Add(timeout), end: got, err: err, class: class})
+		ep.addCall(call{worker: w.ID, acquire: true, start: start, deadline: start.Add(timeout), end: got, err: err, class: class})
 		if err != nil {
 			if class == classUndocumented {
 				ep.problem("worker %d: acquire returned an undocumented error: %v", w.ID, err)
@@ -375,6 +444,7 @@ func (w *Worker) loop(ctx context.Context, ep *episodeLog) {
 			sleepCtx(ctx, time.Duration(w.rng.Int64N(int64(50*time.Millisecond))))
 			continue
 		}
+		w.granted.Store(got.UnixNano())
 		w.holding.Store(true)
 		w.hold(ctx, ep, h, got)
 		w.holding.Store(false)
@@ -431,7 +501,7 @@ func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.T
 			if !parts[i].ended {
 				done = reflect.ValueOf(p.Done)
 				switch {
-				case !cfg.Tolerant:
+				case !cfg.Tolerant, p.Suspended == nil:
 				case parts[i].acting:
 					signal = reflect.ValueOf(p.Suspended())
 				default:
@@ -483,7 +553,7 @@ func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.T
 	cancel()
 	for i, err := range errs {
 		class := classifyRelease(err)
-		ep.addCall(call{start: releaseAt, deadline: releaseAt.Add(cfg.ReleaseTimeout), end: end, err: err, class: class})
+		ep.addCall(call{worker: w.ID, start: releaseAt, deadline: releaseAt.Add(cfg.ReleaseTimeout), end: end, err: err, class: class})
 		switch {
 		case class == classUndocumented:
 			ep.problem("worker %d: release of %s returned an undocumented error: %v", w.ID, h.Parts[i].Node, err)
@@ -590,6 +660,8 @@ func classifyAcquire(a *Adapter, err error) string {
 		return classCancelled
 	case errors.Is(err, retry.ErrGaveUp):
 		return classGaveUp
+	case a.AcquireLosses && lossReason(err) != "":
+		return classLost
 	}
 	return classUndocumented
 }

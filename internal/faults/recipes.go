@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/leader"
+	"github.com/zkrecipes/zkrecipes/multilock"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/rwlock"
@@ -74,6 +76,10 @@ type Adapter struct {
 	NotAcquired error
 	// MaxLeases bounds Lease holds (semaphore only).
 	MaxLeases int
+	// AcquireLosses: an acquire may fail with the recipe's loss error
+	// (ErrLost and its reason), as a multilock's does when a member taken
+	// is lost while it waits for the next.
+	AcquireLosses bool
 	// New makes the acquirer of one worker, on its own handle.
 	New func(c *recipe.Client, path string) (Acquirer, error)
 }
@@ -290,6 +296,9 @@ var LeaderRun = &Adapter{
 			var tm term
 			select {
 			case tm = <-terms:
+			case err := <-ran: // Run gave up: the client closed, say
+				stop()
+				return nil, fmt.Errorf("%w: run: %w", leader.ErrNotElected, err)
 			case <-ctx.Done():
 				stop()
 				if err := <-ran; !errors.Is(err, context.Canceled) {
@@ -311,8 +320,9 @@ var LeaderRun = &Adapter{
 				}
 			}
 			return &Held{
-				Mode:    Exclusive,
-				Parts:   []Part{{Done: tm.ctx.Done(), Err: func() error { return context.Cause(tm.ctx) }, Token: tm.token, Node: tm.node}},
+				Mode: Exclusive,
+				Parts: []Part{{Done: tm.ctx.Done(), Err: func() error { return context.Cause(tm.ctx) }, Token: tm.token, Node: tm.node,
+					Suspended: e.Suspended, Resumed: e.Resumed}},
 				Release: release,
 			}, nil
 		}, nil
@@ -351,3 +361,67 @@ func lossReason(err error) string {
 	}
 	return ""
 }
+
+// Multilock is the adapter of a multilock.Set of two mutexes, one on the
+// cell's path and one beside it (path + "-b"), held as one part: Done
+// closes when either member is lost, and the suspension signals are the
+// first member's (both are on one client). A member lost while Lock waits for the
+// other is a documented failure of Lock (ErrLost with ErrNotAcquired).
+var Multilock = &Adapter{
+	Name:          "multilock",
+	NotAcquired:   multilock.ErrNotAcquired,
+	AcquireLosses: true,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		a, err := mutex.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		b, err := mutex.New(c, path+"-b")
+		if err != nil {
+			return nil, err
+		}
+		s, err := multilock.New(a, b)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) {
+			if err := s.Lock(ctx); err != nil {
+				return nil, err
+			}
+			return &Held{
+				Mode: Exclusive,
+				// A Set reports no suspensions of its own: its members,
+				// on one client, are suspended together, so the first
+				// member's signals are the set's.
+				Parts: []Part{{Done: s.Done(), Err: s.Err, Token: s.Tokens()[0], Node: a.Node(), Commit: s.Commit,
+					Suspended: a.Suspended, Resumed: a.Resumed}},
+				Release: func(ctx context.Context) []error { return []error{s.Unlock(ctx)} },
+			}, nil
+		}, nil
+	},
+}
+
+// Custom is the adapter of a recipe built on the engine's public surface
+// alone, as a user would (recipe.NewLock, a driver.DriverFunc): a mutex
+// with nodes of its own name, "ticket-".
+var Custom = &Adapter{
+	Name:        "custom",
+	NotAcquired: recipe.ErrNotAcquired,
+	New: func(c *recipe.Client, path string) (Acquirer, error) {
+		first := driver.Mutex()
+		l, err := recipe.NewLock(c, path, recipe.LockSpec{
+			Recipe:   "ticket",
+			LockName: "ticket-",
+			Driver: driver.DriverFunc(func(sorted []string, self string) (driver.Decision, error) {
+				return first.Decide(sorted, self)
+			}),
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, _ *rand.Rand) (*Held, error) { return take(ctx, l, Exclusive) }, nil
+	},
+}
+
+// LivenessRecipes are the recipes of the liveness grid.
+var LivenessRecipes = []*Adapter{Mutex, RWLock, Semaphore, Leader, LeaderRun, Multilock, Custom}

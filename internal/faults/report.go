@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,6 +24,11 @@ import (
 //	expired   clients that moved to a new session (the old one expired)
 //	recov     creates whose lost reply was recovered by UUID
 //	inj       faults injected (shared by the recipes of a row)
+//	recov     time from the end of the fault to each worker's first grant
+//	          after it, p50/max ("-": not checked; "none": a worker was
+//	          not granted again)
+//	beyond    the longest wait of an acquire after the end of the fault
+//	          beyond the holds queued ahead of it (checked against B)
 //	guarded   writes the register received through Commit / Commits
 //	          refused (hold lost, suspended or gone) / outcomes unknown
 //	          (connection lost, or abandoned at the hold's end) / probes
@@ -30,14 +36,35 @@ import (
 func Table(rs []Result) string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "fault\trecipe\tcycles\tholds\tt/o\tlost\tsusp\tviol\tleaked\tover acq\tover rel\tproblems\texpired\trecov\tinj\tguarded\t")
+	fmt.Fprintln(w, "fault\trecipe\tcycles\tholds\tt/o\tlost\tsusp\tviol\tleaked\tover acq\tover rel\tproblems\texpired\trecov\tinj\tguarded\tre-take p50/max\tbeyond\t")
 	for _, r := range rs {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t\n",
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n",
 			r.Fault, r.Recipe, r.Cycles, r.Holds, r.Timeouts, lostCell(r), suspCell(r), len(r.Violations), len(r.Leaked),
-			over(r.MaxAcquireOver), over(r.MaxReleaseOver), len(r.Problems), r.NewSessions, r.Recovered, r.Injections, guardedCell(r.Guarded))
+			over(r.MaxAcquireOver), over(r.MaxReleaseOver), len(r.Problems), r.NewSessions, r.Recovered, r.Injections, guardedCell(r.Guarded),
+			RecoveryCell(r.Recovery), beyondCell(r))
 	}
 	w.Flush()
 	return b.String()
+}
+
+// RecoveryCell renders re-take times as p50/max, in milliseconds.
+func RecoveryCell(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if s[0] < 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d/%dms", s[len(s)/2].Milliseconds(), s[len(s)-1].Milliseconds())
+}
+
+func beyondCell(r Result) string {
+	if r.Bound == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%dms", r.Beyond.Milliseconds())
 }
 
 func guardedCell(g GuardCounts) string {
