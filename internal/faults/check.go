@@ -58,6 +58,16 @@ type Result struct {
 	Recovery []time.Duration
 	Beyond   time.Duration
 	Bound    time.Duration
+	// Losses lists the holds ended by Done.
+	Losses []Loss
+}
+
+// Loss is one hold ended by Done: whose, when, and why.
+type Loss struct {
+	Worker int
+	At     time.Time
+	Reason string
+	Held   time.Duration
 }
 
 // Failed reports whether the result breaks a property.
@@ -103,6 +113,7 @@ func (r *Result) Merge(o Result) {
 	r.Recovery = append(r.Recovery, o.Recovery...)
 	r.Beyond = max(r.Beyond, o.Beyond)
 	r.Bound = max(r.Bound, o.Bound)
+	r.Losses = append(r.Losses, o.Losses...)
 }
 
 // finish turns the cell's episode log into a Result (without the leak
@@ -163,6 +174,7 @@ func (c *Cell) finish(fault string) Result {
 		if iv.Lost {
 			r.Lost++
 			r.LostBy[iv.Reason]++
+			r.Losses = append(r.Losses, Loss{Worker: iv.Worker, At: iv.End, Reason: iv.Reason, Held: iv.End.Sub(iv.Start)})
 		}
 	}
 	r.LostAtRelease = ep.lostAtRel

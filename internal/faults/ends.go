@@ -261,3 +261,49 @@ func clipExpired(ivs []Interval, at map[int][][2]time.Time) []Interval {
 	}
 	return out
 }
+
+// RollingRestart is what operators do at every upgrade: the ensemble's
+// members are stopped (SIGTERM) and started again one at a time, the
+// followers first and the leader last, each once the ensemble serves with
+// all three again, with the holders working throughout.
+var RollingRestart = &Fault{Key: "rr", Name: "rolling restart", On: OnEnsemble, Duration: 5 * time.Minute, Inject: rollingRestart}
+
+func rollingRestart(ctx context.Context, e *Env) (int, error) {
+	if !sleep(ctx, time.Second) {
+		return 0, nil
+	}
+	ens := e.Target.Ensemble
+	l, err := ens.Leader()
+	if err != nil {
+		return 0, err
+	}
+	var order []int
+	for i := range ens.Servers {
+		if i != l {
+			order = append(order, i)
+		}
+	}
+	order = append(order, l)
+	n := 0
+	for _, i := range order {
+		at := time.Now()
+		if err := ens.Servers[i].Stop(); err != nil {
+			return n, err
+		}
+		stopped := time.Now()
+		if err := ens.Restart(i); err != nil {
+			return n, err
+		}
+		n++
+		role := "follower"
+		if i == l {
+			role = "leader"
+		}
+		e.logf("%s member %d (%s) stopped at %s (%v), serving with all three again at %s",
+			at.Format("15:04:05.000"), i, role, stopped.Format("15:04:05.000"), stopped.Sub(at).Round(time.Millisecond), time.Now().Format("15:04:05.000"))
+		if !sleep(ctx, time.Second) {
+			break
+		}
+	}
+	return n, nil
+}
