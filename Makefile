@@ -33,7 +33,7 @@ OUTSIDEFLAGS ?= --patched
 # A test that finds no ZooKeeper fails instead of being skipped (zktest).
 export ZKTEST_REQUIRED := 1
 
-.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz
+.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz
 
 demo test test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
 demo test test-outside test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
@@ -72,6 +72,9 @@ test: interop-install ## run every test (the fault suite aside: test-faults), ag
 
 test-outside: zk-install ## run examples/testing as a module of its own outside the repository (scripts/outside-module.sh)
 	GO=$(GO) scripts/outside-module.sh $(OUTSIDEFLAGS)
+
+race-workaround: zk-install ## run the -race workaround of docs/testing.md, as printed there, in a fresh module outside the repository (scripts/race-workaround.sh)
+	GOWORK=off GO=$(GO) scripts/race-workaround.sh
 
 test-short: ## run the tests that need no ZooKeeper server
 	$(GO) test -short ./...
