@@ -408,7 +408,11 @@ func (w *wireTap) answered(xid int32, broke *string) (wireReq, bool) {
 		if i > 0 && r.op != opSetAuth && !w.broken {
 			*broke = w.breakLocked(fmt.Sprintf("a reply to xid %d came before the reply to xid %d, written earlier", xid, w.inflight[0].xid))
 		}
-		w.inflight = append(w.inflight[:i], w.inflight[i+1:]...)
+		if i == 0 {
+			w.inflight = w.inflight[1:] // the usual case: no copy
+		} else {
+			w.inflight = append(w.inflight[:i], w.inflight[i+1:]...)
+		}
 		return r, true
 	}
 	if !w.broken {
