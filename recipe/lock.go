@@ -37,8 +37,11 @@ type LockSpec struct {
 	Driver driver.Driver
 	// DirData, when set, is stored in the lock directory when the engine
 	// creates it, and every acquire checks, in the same round trip as its
-	// first listing, that the directory carries it (a directory without
-	// data is accepted). A mismatch fails the acquire with [ErrMismatch].
+	// first listing, that the directory carries it. A directory without
+	// data (made by someone else) gets it, with a set conditional on the
+	// data version read, so that of two clients with other DirData only
+	// the first records its own. A mismatch fails the acquire with
+	// [ErrMismatch].
 	// The semaphore keeps its number of leases there.
 	DirData []byte
 	// DirMismatch, when set, is wrapped (with [ErrMismatch]) by the error

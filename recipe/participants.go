@@ -27,6 +27,11 @@ type Participant struct {
 	Data []byte
 	// Session is the id of the session that owns the (ephemeral) node.
 	Session int64
+	// Persistent reports that no session owns the node (its
+	// ephemeralOwner is 0): made by hand or by a program that is not a
+	// lock. It is not a holder, and nothing will delete it; an acquire
+	// that waits on it fails with [ErrMismatch].
+	Persistent bool
 	// Token is the node's czxid, the fencing token it has when it holds.
 	Token int64
 	// Created is when the node was created (its ctime, by the server's
@@ -137,7 +142,7 @@ func (l *Lock) readParticipant(ctx context.Context, n string) (p Participant, ok
 		seq = -1
 	}
 	return Participant{Node: n, LockName: lockNameOf(n, l.queue), Sequence: seq,
-		Data: data, Session: st.EphemeralOwner, Token: st.Czxid,
+		Data: data, Session: st.EphemeralOwner, Persistent: st.EphemeralOwner == 0, Token: st.Czxid,
 		Created: time.UnixMilli(st.Ctime)}, true, nil
 }
 

@@ -58,7 +58,34 @@ func (a *attempt) verify(ctx context.Context) (turn, error) {
 	if err := a.accept(ep, r.names, r.dirData); err != nil {
 		return turn{next: verifying, progress: true}, err
 	}
+	if a.l.spec.DirData != nil && r.errD == nil && len(r.dirData) == 0 {
+		return a.claimDir(ctx, r.dirVersion)
+	}
 	return turn{next: deciding, progress: true}, nil
+}
+
+// claimDir records the lock's DirData in a directory found without data
+// (one made by hand, or by another program), with a set conditional on
+// the data version read, so that of two clients with other parameters
+// (semaphores with other numbers of leases) only the first writes, and
+// the other, reading again, fails with ErrMismatch instead of both
+// holding. The attempt then reads the queue again.
+func (a *attempt) claimDir(ctx context.Context, version int32) (turn, error) {
+	c, dir := a.l.c, a.l.dir
+	c.stats.writes.Add(1)
+	err := c.call(ctx, func() error {
+		_, err := c.zk.Set(dir, a.l.spec.DirData, version)
+		return err
+	})
+	switch {
+	case err == nil:
+		c.log.Debug("recorded the lock's parameters in its directory", "path", dir, "data", dataAttr(a.l.spec.DirData))
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNoNode):
+		// Someone else wrote first, or the directory went: read again.
+	default:
+		return turn{next: verifying}, opError("record parameters in", dir, err)
+	}
+	return turn{next: verifying, progress: true}, nil
 }
 
 // gone reports whether err says that a node (or the session that owned
@@ -79,10 +106,11 @@ func (c *Client) noTrustedSession() error {
 // verifyRead is the one round trip of verify: the listing, and, as asked,
 // our node with a watch and the directory's data.
 type verifyRead struct {
-	names   []string
-	st      *zk.Stat
-	ownW    <-chan zk.Event
-	dirData []byte
+	names      []string
+	st         *zk.Stat
+	ownW       <-chan zk.Event
+	dirData    []byte
+	dirVersion int32 // of dirData
 
 	errL, errW, errD error
 }
@@ -95,7 +123,12 @@ func (a *attempt) readQueue(ctx context.Context, readOwn bool) (r verifyRead) {
 		concurrently.Go(func() { r.st, r.ownW, r.errW = c.getW(ctx, join(dir, a.node)) })
 	}
 	if a.l.spec.DirData != nil {
-		concurrently.Go(func() { r.dirData, _, r.errD = c.get(ctx, dir) })
+		concurrently.Go(func() {
+			var st *zk.Stat
+			if r.dirData, st, r.errD = c.get(ctx, dir); st != nil {
+				r.dirVersion = st.Version
+			}
+		})
 	}
 	r.names, r.errL = c.children(ctx, dir)
 	concurrently.Wait()
@@ -124,6 +157,9 @@ func (a *attempt) takeRead(ep *epoch, r *queueRead) (phase, error) {
 	if ep == nil || !a.listingVouches(ep) || r.errL != nil || (r.errD != nil && !errors.Is(r.errD, zk.ErrNoNode)) ||
 		a.l.c.currentEpoch() != ep {
 		return verifying, nil
+	}
+	if a.l.spec.DirData != nil && r.errD == nil && len(r.dirData) == 0 {
+		return verifying, nil // a directory without data: verify records ours
 	}
 	if err := a.accept(ep, r.names, r.dirData); err != nil {
 		return verifying, err

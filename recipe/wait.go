@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -20,12 +21,14 @@ import (
 // them would never be woken).
 func (a *attempt) arm(ctx context.Context) (turn, error) {
 	todo := a.unwatched()
-	datas, chans, errs := a.getWs(ctx, todo)
+	datas, stats, chans, errs := a.getWs(ctx, todo)
 	t := turn{next: waiting}
 	var failed error // the first read that failed; the others are kept
 	for i, n := range todo {
 		err := errs[i]
 		switch {
+		case err == nil && n != a.node && stats[i].EphemeralOwner == 0:
+			return turn{next: arming, progress: true}, a.persistent(n)
 		case err == nil:
 			t.progress = t.progress || n != a.node
 			a.watching(n, datas[i], chans[i])
@@ -79,22 +82,32 @@ func (a *attempt) watching(n string, data []byte, ch <-chan zk.Event) {
 	}
 }
 
+// persistent is the error of a waiter that finds the node it waits on
+// owned by no session: a node made by hand or by a program that is not a
+// lock, which nothing would ever delete, so the wait would never end.
+func (a *attempt) persistent(n string) error {
+	return fmt.Errorf("%w: %s is a persistent node (no session owns it), queued ahead of this %s lock: it is not a holder and nothing "+
+		"will release it; delete it if nothing uses it (zklock rm --force)",
+		ErrMismatch, join(a.l.dir, n), a.l.spec.Recipe)
+}
+
 // getWs sends a getData watch for every node of names at once.
-func (a *attempt) getWs(ctx context.Context, names []string) ([][]byte, []<-chan zk.Event, []error) {
+func (a *attempt) getWs(ctx context.Context, names []string) ([][]byte, []*zk.Stat, []<-chan zk.Event, []error) {
 	datas := make([][]byte, len(names))
+	stats := make([]*zk.Stat, len(names))
 	chans := make([]<-chan zk.Event, len(names))
 	errs := make([]error, len(names))
-	get := func(i int) { datas[i], _, chans[i], errs[i] = a.l.c.getDataW(ctx, join(a.l.dir, names[i])) }
+	get := func(i int) { datas[i], stats[i], chans[i], errs[i] = a.l.c.getDataW(ctx, join(a.l.dir, names[i])) }
 	if len(names) == 1 {
 		get(0)
-		return datas, chans, errs
+		return datas, stats, chans, errs
 	}
 	var wg sync.WaitGroup
 	for i := range names {
 		wg.Go(func() { get(i) })
 	}
 	wg.Wait()
-	return datas, chans, errs
+	return datas, stats, chans, errs
 }
 
 // await blocks until a watched node changes, our node changes, the epoch

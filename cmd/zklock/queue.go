@@ -36,8 +36,9 @@ const lsHelp = `usage: zklock ls [flags] PATH
 List the queue of the lock directory PATH in order, whatever wrote it
 (zklock, the Go packages, Curator, kazoo's Lock): position, state
 (holds, waits, or ? when unknown), kind (mutex, read, write, lease,
-latch), age, session, token (the node's czxid), node name and data (the
-holder's identity).
+latch), age, session ("persistent" for a node no session owns: not a
+holder, and nothing will delete it), token (the node's czxid), node name
+and data (the holder's identity).
 
 flags:
   --json                         print JSON instead of a table
@@ -187,6 +188,7 @@ type entry struct {
 	Node       string    `json:"node"`
 	Sequence   int64     `json:"sequence"`
 	Session    string    `json:"session"`
+	Persistent bool      `json:"persistent,omitempty"` // no session owns the node
 	Token      int64     `json:"token"`
 	Created    time.Time `json:"created"`
 	AgeSeconds *float64  `json:"age_seconds"`
@@ -211,13 +213,14 @@ func queue(ctx context.Context, lk *recipe.Lock, leases int) ([]entry, error) {
 	out := make([]entry, len(ps))
 	for i, p := range ps {
 		e := entry{
-			Position: i,
-			Kind:     kindOf(p.Node),
-			Node:     p.Node,
-			Sequence: p.Sequence,
-			Session:  "0x" + strconv.FormatInt(p.Session, 16),
-			Token:    p.Token,
-			Data:     printable(p.Data),
+			Position:   i,
+			Kind:       kindOf(p.Node),
+			Node:       p.Node,
+			Sequence:   p.Sequence,
+			Session:    "0x" + strconv.FormatInt(p.Session, 16),
+			Persistent: p.Persistent,
+			Token:      p.Token,
+			Data:       printable(p.Data),
 		}
 		if e.Kind != "lease" || leases > 0 {
 			held := p.Holder // decided by queueDriver
@@ -280,8 +283,12 @@ func printTable(p *proc, es []entry) {
 	tw := tabwriter.NewWriter(p.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POS\tSTATE\tKIND\tAGE\tSESSION\tTOKEN\tNODE\tDATA")
 	for _, e := range es {
+		session := e.Session
+		if e.Persistent {
+			session = "persistent"
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
-			e.Position, state(e.Holder), e.Kind, age(e.AgeSeconds), e.Session, e.Token, e.Node, e.Data)
+			e.Position, state(e.Holder), e.Kind, age(e.AgeSeconds), session, e.Token, e.Node, e.Data)
 	}
 	_ = tw.Flush()
 }
