@@ -39,6 +39,10 @@ func procRuns() int {
 //     (its Err is exact at the moment of the call), and the deliberate
 //     write it makes under its old token once it has seen the loss must
 //     be refused by the store.
+//   - retake: the holder is paused past its session, or cut off by a
+//     proxy for 1.5 sessions, while a second process is granted; resumed
+//     (healed), it must take the lock again within B of the lock being
+//     free again (faults.ProcRig.RetakeRuns).
 //
 // The holder is a separate program, built without the race detector,
 // rather than this test binary run again: it is then a process like the
@@ -68,6 +72,7 @@ func TestProcesses(t *testing.T) {
 	}{
 		{"kill", (*faults.ProcRig).KillLoop},
 		{"stop", (*faults.ProcRig).StopRuns},
+		{"retake", (*faults.ProcRig).RetakeRuns},
 	}
 	for _, sc := range scenarios {
 		for _, v := range faults.ProcVariants {

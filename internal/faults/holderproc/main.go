@@ -7,10 +7,12 @@
 // Before each write it asks the hold whether it is still in force (Err,
 // then Done) and stops at the first loss: it reports the loss, makes one
 // deliberate write under its old token (which the store must refuse),
-// releases and exits. It also stops, releasing, when its standard input
-// ends, and, reporting it, when the store refuses a write (as a write in
-// flight across a pause is). The test kills it (SIGKILL) or
-// pauses it (SIGSTOP, SIGCONT) while it holds.
+// releases and exits (with -again N, it takes the lock again and holds it
+// as holder number N, until its standard input ends). It also stops,
+// releasing, when its standard input ends, and, reporting it, when the
+// store refuses a write (as a write in flight across a pause is). The test
+// kills it (SIGKILL), pauses it (SIGSTOP, SIGCONT) or cuts it off (a proxy
+// of the test's) while it holds.
 package main
 
 import (
@@ -31,7 +33,7 @@ func main() { os.Exit(run()) }
 
 type config struct {
 	zk, path, recipe, store string
-	id                      int
+	id, again               int
 	session, every, life    time.Duration
 }
 
@@ -45,6 +47,7 @@ func run() int {
 	flag.DurationVar(&cfg.session, "session", 2*time.Second, "session timeout")
 	flag.DurationVar(&cfg.every, "every", 5*time.Millisecond, "time between two writes")
 	flag.DurationVar(&cfg.life, "life", 3*time.Minute, "bound on the whole run")
+	flag.IntVar(&cfg.again, "again", -1, "after a loss, take the lock again and hold it as holder number N (-1: end)")
 	flag.Parse()
 	a := faults.Named(cfg.recipe)
 	if a == nil || cfg.zk == "" || cfg.path == "" || cfg.store == "" {
@@ -111,69 +114,82 @@ func (h *holder) run(a *faults.Adapter) error {
 		case <-actx.Done():
 		}
 	}()
+	for {
+		lost, err := h.cycle(c, acquire, actx, stop)
+		if err != nil || !lost || h.cfg.again < 0 {
+			return err
+		}
+		// Take the lock again, as holder number again.
+		h.cfg.id, h.cfg.again, h.token = h.cfg.again, -1, 0
+	}
+}
+
+// cycle acquires, reports the grant, holds until stop or a loss (lost),
+// and releases.
+func (h *holder) cycle(c *recipe.Client, acquire faults.Acquirer, actx context.Context, stop <-chan struct{}) (lost bool, err error) {
 	held, err := acquire(actx, rand.New(rand.NewPCG(uint64(h.cfg.id), 1)))
 	if err != nil {
 		select {
 		case <-stop:
-			return nil // told to go while waiting
+			return false, nil // told to go while waiting
 		default:
-			return fmt.Errorf("acquire: %w", err)
+			return false, fmt.Errorf("acquire: %w", err)
 		}
 	}
 	p := held.Parts[0]
 	h.token = p.Token
 	nodes, _, err := c.Conn().Children(h.cfg.path)
 	if err != nil {
-		return fmt.Errorf("list after the grant: %w", err)
+		return false, fmt.Errorf("list after the grant: %w", err)
 	}
 	if _, err := h.send(faults.StoreMsg{Kind: faults.MsgGrant, Node: p.Node, Nodes: nodes, Wall: time.Now().UnixNano()}); err != nil {
-		return err
+		return false, err
 	}
-	err = h.hold(p, faults.RegisterEntry(h.cfg.path, p.Token, held.Mode, p.Node), stop)
+	lost, err = h.hold(p, faults.RegisterEntry(h.cfg.path, p.Token, held.Mode, p.Node), stop)
 	rctx, rcancel := context.WithTimeout(context.Background(), h.cfg.session)
 	defer rcancel()
 	rerr := errors.Join(held.Release(rctx)...)
 	if err != nil {
-		return err
+		return lost, err
 	}
 	if rerr == nil {
 		_, err = h.send(faults.StoreMsg{Kind: faults.MsgReleased})
 	}
-	return err
+	return lost, err
 }
 
 // hold writes every cfg.every while p is in force, until stop: to the
 // fenced store under its token, and to the register in ZooKeeper with
 // entry through Commit. At a loss it reports it and makes one probe
-// write of each kind.
-func (h *holder) hold(p faults.Part, entry recipe.Op, stop <-chan struct{}) error {
+// write of each kind, and reports the hold lost.
+func (h *holder) hold(p faults.Part, entry recipe.Op, stop <-chan struct{}) (lost bool, err error) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for seq := 1; ; seq++ {
 		select {
 		case <-stop:
-			return nil
+			return false, nil
 		case <-t.C:
 		}
 		checked := time.Now().UnixNano()
 		if lost := lossOf(p); lost != nil {
 			at := time.Now().UnixNano()
 			if _, err := h.send(faults.StoreMsg{Kind: faults.MsgLost, Wall: at, Err: lost.Error(), Reads: h.tap.last()}); err != nil {
-				return err
+				return true, err
 			}
 			h.commit(p, entry) // refused: the register's check finds it otherwise
 			_, err := h.send(faults.StoreMsg{Kind: faults.MsgProbe, Seq: seq})
-			return err
+			return true, err
 		}
 		h.commit(p, entry)
 		r, err := h.send(faults.StoreMsg{Kind: faults.MsgWrite, Seq: seq, Checked: checked, Wall: time.Now().UnixNano(), Reads: h.tap.last()})
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !r.OK {
 			_, err := h.send(faults.StoreMsg{Kind: faults.MsgFenced, Seq: seq, Wall: time.Now().UnixNano(),
 				Err: fmt.Sprintf("write %d under token %d refused (highest %d) while the hold was in force", seq, h.token, r.Highest)})
-			return err
+			return true, err
 		}
 		t.Reset(h.cfg.every)
 	}
