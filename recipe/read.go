@@ -21,9 +21,10 @@ import (
 // be a moment behind the ensemble's leader. A data version read so is safe
 // to write against ([SetDataVersion], [Check]): if it is stale, the Commit
 // fails with [ErrVersionMismatch] and applies nothing. A Commit, even one
-// with no ops, goes through the leader, so a read after it sees every
-// write committed before it: after [ErrCommitUnknown], commit nothing (to
-// learn whether the hold is still in force) and then read back.
+// with no ops, is answered in the order of all writes, so a read after a
+// Commit that returned nil sees every write committed before it: after
+// [ErrCommitUnknown], while the hold is in force, commit nothing and then
+// read back.
 
 // Get returns the data of the node at path and its data version, the
 // version to give [SetDataVersion] or [Check] in a later Commit so that

@@ -110,7 +110,7 @@ func worker(ctx context.Context, n int, counter string, operator *recipe.Client)
 			}
 			made = true
 		}
-		data, stat, err := c.Conn().Get(counter)
+		data, version, err := c.Get(ctx, counter)
 		if err != nil {
 			return err
 		}
@@ -124,10 +124,10 @@ func worker(ctx context.Context, n int, counter string, operator *recipe.Client)
 		}
 		// The write says who made it, and expects the version it read.
 		update := fmt.Appendf(nil, "%d token=%#x worker=%d", value+1, m.Token(), n)
-		_, err = m.Commit(ctx, recipe.SetDataVersion(counter, update, stat.Version))
+		_, err = m.Commit(ctx, recipe.SetDataVersion(counter, update, version))
 		applied := err == nil
 		if errors.Is(err, recipe.ErrCommitUnknown) { // the reply was lost: did it land? (if not, count again)
-			applied, err = readBack(c, counter, update)
+			applied, err = readBack(ctx, c, counter, update)
 		}
 		switch {
 		case applied:
@@ -146,11 +146,12 @@ func worker(ctx context.Context, n int, counter string, operator *recipe.Client)
 
 // readBack tells whether an update whose reply was lost was applied: the
 // counter holds it (its token names this hold) or not. Sync first, so that
-// the server read from has caught up.
-func readBack(c *recipe.Client, counter string, update []byte) (bool, error) {
+// the server read from has caught up, whether or not the hold is still in
+// force.
+func readBack(ctx context.Context, c *recipe.Client, counter string, update []byte) (bool, error) {
 	if _, err := c.Conn().Sync(counter); err != nil {
 		return false, err
 	}
-	data, _, err := c.Conn().Get(counter)
+	data, _, err := c.Get(ctx, counter)
 	return bytes.Equal(data, update), err
 }
