@@ -4,7 +4,10 @@
 // of internal/faults at random, one episode after another. The clients
 // live for the whole run; after each episode the faults heal and every
 // property is checked: no safety violation, no node left behind, no call
-// past its context's bound, only documented errors.
+// past its context's bound, only documented errors; and once the fault is
+// over (a fresh control client is answered), every worker on the faulted
+// target is granted again within B plus the holds queued ahead of it
+// (docs/failure-model.md).
 //
 // Some episodes, drawn at random like the faults, run holders as
 // operating-system processes instead (internal/faults/holderproc, built
@@ -237,7 +240,9 @@ func run() int {
 	fmt.Printf("guarded writes:     %d in the registers (%d commits refused, %d outcomes unknown, %d probes after a loss, all refused)\n",
 		g.Writes, g.Refused, g.Unknown, g.Probes)
 	fmt.Printf("leaked nodes:       %d (%d while open, %d after close)\n", leaked, len(sum.Leaked), len(closedLeaks))
-	fmt.Printf("problems:           %d (undocumented errors, calls past their bound)\n", len(sum.Problems))
+	fmt.Printf("problems:           %d (undocumented errors, calls past their bound, waits past B)\n", len(sum.Problems))
+	fmt.Printf("liveness:           longest wait beyond the queue %v (B %v); re-take after a fault p50/max %s over %d workers and episodes\n",
+		sum.Beyond.Round(time.Millisecond), sum.Bound, faults.RecoveryCell(sum.Recovery), len(sum.Recovery))
 	fmt.Printf("goroutines:         %d before, %d with the clients open at the start, %d at the end, %d after closing everything\n",
 		goroutinesBefore, goroutinesOpen, goroutinesEnd, goroutinesAfter)
 	for _, l := range closedLeaks {
