@@ -33,7 +33,7 @@ OUTSIDEFLAGS ?= --patched
 # A test that finds no ZooKeeper fails instead of being skipped (zktest).
 export ZKTEST_REQUIRED := 1
 
-.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz
+.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults test-direct-off test-liveness contract simulate plants test-procs soak bench bench-peers lint fuzz
 
 demo test test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
 demo test test-outside test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
@@ -97,6 +97,9 @@ SEED ?= 0
 
 simulate: ## run the engine against the in-memory ZooKeeper under virtual time: SCHEDULES fault schedules (default 100000) from SEED (0: from the clock), no race detector (docs/simulation.md)
 	$(GO) test -count=1 -timeout 0 -run '^TestSimulate$$' -v ./recipe/ -args -sim.schedules=$(SCHEDULES) -sim.seed=$(SEED) $(SIMFLAGS)
+
+plants: patched-zk ## plant each bug of recipe/testdata/plants in a scratch worktree and show that the simulation finds it (docs/simulation.md)
+	GO=$(GO) scripts/plants.sh
 
 test-procs: zk-install ## holders as OS processes, killed (SIGKILL) and paused (SIGSTOP/SIGCONT) 20 times per recipe
 	FAULTS_PROCS=full $(GO) test -race -count=1 -timeout 20m -parallel 4 -v -run '^TestProcesses$$' ./internal/faults/

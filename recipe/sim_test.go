@@ -45,6 +45,7 @@ var (
 	simSeed      = flag.Uint64("sim.seed", 0, "seed of the first schedule (0: from the clock)")
 	simVerbose   = flag.Bool("sim.trace", false, "print every schedule's trace")
 	simDuration  = flag.Duration("sim.duration", 0, "stop starting schedules after this long (0: run them all)")
+	simReplays   = flag.Int("sim.replays", 20, "replays of each scripted case in TestSimulateCases")
 )
 
 // simConfig is one schedule's workload, drawn from its seed.
@@ -54,6 +55,10 @@ type simConfig struct {
 	cycles   int
 	session  time.Duration
 	tolerant bool
+	// handles is the number of goroutines that share each client, each
+	// with its own handles on the lock (1 when 0), so that go-zookeeper's
+	// frames and direct requests meet on one connection.
+	handles int
 }
 
 func drawConfig(rng *rand.Rand) simConfig {
@@ -67,6 +72,7 @@ func drawConfig(rng *rand.Rand) simConfig {
 		cycles:   3 + rng.IntN(4),
 		session:  2 * time.Second,
 		tolerant: rng.IntN(4) == 0,
+		handles:  max(1, rng.IntN(4)-1), // 1 in 3 of 4, else 2
 	}
 }
 
@@ -584,8 +590,10 @@ func (r *simRun) run() {
 	}
 	var wg sync.WaitGroup
 	for i, cl := range clients {
-		rng := rand.New(rand.NewPCG(r.seed, uint64(i)))
-		wg.Go(func() { r.cycleLoop(cl, rng) })
+		for h := range max(r.cfg.handles, 1) {
+			rng := rand.New(rand.NewPCG(r.seed, uint64(i+h<<8)))
+			wg.Go(func() { r.cycleLoop(cl, rng) })
+		}
 	}
 	wg.Go(func() { r.inject(clients) })
 	wg.Go(func() { r.checkLiveness(clients) })
@@ -629,8 +637,8 @@ func runSchedule(t *testing.T, seed uint64) (fails, trace []string) {
 func runScripted(t *testing.T, seed uint64, cfg simConfig, faults []simFault) (fails, trace []string) {
 	r := &simRun{seed: seed, cfg: cfg, faults: faults}
 	synctest.Test(t, func(t *testing.T) { r.run() })
-	head := fmt.Sprintf("seed %d: %s, %d clients x %d cycles, session %v, tolerant %v; faults %v",
-		seed, cfg.kind, cfg.clients, cfg.cycles, cfg.session, cfg.tolerant, r.faults)
+	head := fmt.Sprintf("seed %d: %s, %d clients (%d goroutines each) x %d cycles, session %v, tolerant %v; faults %v",
+		seed, cfg.kind, cfg.clients, max(cfg.handles, 1), cfg.cycles, cfg.session, cfg.tolerant, r.faults)
 	return r.fails, append([]string{head}, r.trace...)
 }
 
@@ -692,6 +700,45 @@ var simCases = []struct {
 			{At: 1362 * time.Millisecond, Client: 1, Kind: "drop-request"},
 			{At: 2382 * time.Millisecond, Client: 1, Kind: "partition", Dur: 1500 * time.Millisecond}},
 	},
+	// The cases below each catch a bug planted on purpose (the patches
+	// in testdata/plants, run by scripts/plants.sh): each fails 20
+	// replays in 20 with its bug and passes without it.
+	{
+		// Two sessions expire while their clients are cut off, so each
+		// learns of it on reconnecting: a connection go-zookeeper leaves
+		// after an expired connect response must fail the direct requests
+		// on it (plant expiry-orphan: a free lock is never taken again).
+		"expiry learned on reconnect, on two clients", 7,
+		simConfig{kind: "semaphore", clients: 3, cycles: 6, session: 2 * time.Second},
+		[]simFault{{At: 200 * time.Millisecond, Client: 0, Kind: "expire-cut"},
+			{At: 300 * time.Millisecond, Client: 1, Kind: "expire-cut"}},
+	},
+	{
+		// A holder paused past its session while another waits: it must
+		// be told before the server expires its session and the waiter
+		// is granted (plant loss-timeout: the silence judged on the whole
+		// session timeout).
+		"holder paused past its session, a waiter behind it", 10,
+		simConfig{kind: "mutex", clients: 2, cycles: 6, session: 2 * time.Second},
+		[]simFault{{At: 100 * time.Millisecond, Client: 0, Kind: "pause", Dur: 3 * time.Second}},
+	},
+	{
+		// Direct creates with the reads behind them, a one-way partition
+		// (plant wrong-call: a direct reply handed to another call).
+		"one-way partition of a tolerant client", 1,
+		simConfig{kind: "semaphore", clients: 2, cycles: 5, session: 2 * time.Second, tolerant: true},
+		[]simFault{{At: 1666 * time.Millisecond, Client: 0, Kind: "partition-up", Dur: 500 * time.Millisecond}},
+	},
+	{
+		// Eight goroutines share each client, so go-zookeeper's frames and
+		// direct requests meet on one connection (plant split-write: a
+		// direct frame written in two writes, another writer's frame
+		// between them).
+		"eight goroutines on each client, and resets", 1,
+		simConfig{kind: "semaphore", clients: 2, cycles: 8, session: 2 * time.Second, handles: 8},
+		[]simFault{{At: 300 * time.Millisecond, Client: 0, Kind: "drop"},
+			{At: 600 * time.Millisecond, Client: 1, Kind: "drop"}},
+	},
 }
 
 // flagSet reports whether the flag called name was given.
@@ -701,15 +748,22 @@ func flagSet(name string) bool {
 	return set
 }
 
-// TestSimulateCases replays the scripted schedules, each several times
-// (the interleaving within an instant of virtual time is Go's choice).
+// TestSimulateCases replays the scripted schedules, each -sim.replays
+// times (the interleaving within an instant of virtual time is Go's
+// choice), and reports how many replays of each failed.
 func TestSimulateCases(t *testing.T) {
 	for _, sc := range simCases {
 		t.Run(sc.name, func(t *testing.T) {
-			for range 20 {
+			failed, first := 0, ""
+			for range *simReplays {
 				if fails, trace := runScripted(t, sc.seed, sc.cfg, sc.faults); len(fails) > 0 {
-					t.Fatalf("%s\n    %s", strings.Join(fails, "; "), strings.Join(trace, "\n    "))
+					if failed++; first == "" {
+						first = fmt.Sprintf("%s\n    %s", strings.Join(fails, "; "), strings.Join(trace, "\n    "))
+					}
 				}
+			}
+			if failed > 0 {
+				t.Errorf("failed %d of %d replays; the first: %s", failed, *simReplays, first)
 			}
 		})
 	}

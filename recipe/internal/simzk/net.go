@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -183,8 +184,11 @@ func (e *end) Read(p []byte) (int, error) {
 	}, e.closed)
 }
 
-// Write never blocks: TCP's buffers are taken to be large enough.
+// Write never blocks: TCP's buffers are taken to be large enough. It
+// yields the processor first, as a system call may: another goroutine of
+// the bubble that is ready to run may run before the bytes go out.
 func (e *end) Write(p []byte) (int, error) {
+	runtime.Gosched()
 	select {
 	case <-e.closed:
 		return 0, net.ErrClosed
