@@ -39,19 +39,19 @@ func ExampleMutex_Commit() {
 	}
 	// Read, decide, write. SetDataVersion also refuses the write if the
 	// node changed since it was read.
-	_, stat, err := client.Conn().Get(config)
+	_, version, err := client.Get(ctx, config)
 	if err != nil {
 		log.Fatal(err)
 	}
 	update := fmt.Appendf(nil, "replicas=3 token=%d", m.Token()) // says who wrote it
-	res, err := m.Commit(ctx, recipe.SetDataVersion(config, update, stat.Version))
+	res, err := m.Commit(ctx, recipe.SetDataVersion(config, update, version))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("written, new version:", res[0].Version == stat.Version+1)
+	fmt.Println("written, new version:", res[0].Version == version+1)
 
 	// The same write again expects a version that is gone: nothing applied.
-	_, err = m.Commit(ctx, recipe.SetDataVersion(config, update, stat.Version))
+	_, err = m.Commit(ctx, recipe.SetDataVersion(config, update, version))
 	if oe := (*recipe.OpError)(nil); errors.As(err, &oe) {
 		fmt.Println("op", oe.Index, "refused:", errors.Is(err, recipe.ErrVersionMismatch))
 	}
