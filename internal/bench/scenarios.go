@@ -78,6 +78,8 @@ const (
 	idRWLockReadHeavy = "rwlock-readheavy"
 	idMutexNoSample   = "mutex-traced-never"
 	idMutexSampled    = "mutex-traced-always"
+	idMutexPlain      = "mutex-plain"
+	idMutexPlainCont  = "mutex-plain-contended"
 )
 
 // semLeases is the number of leases of the semaphore scenarios.
@@ -114,6 +116,8 @@ func defaultScenarios() []scenario {
 		{id: idMutex, title: "mutex uncontended", open: openMutex},
 		{id: idZkLockContended, title: "zk.Lock contended", contended: true, open: openZkLockContended},
 		{id: idMutexContended, title: "mutex contended", contended: true, open: openMutexContended},
+		{id: idMutexPlain, title: "mutex uncontended, direct requests off", open: openMutexPlain},
+		{id: idMutexPlainCont, title: "mutex contended, direct requests off", contended: true, open: openMutexPlainContended},
 		{id: idMutexNoSample, title: "mutex, tracing sampling nothing", open: openMutexTraced(sdktrace.NeverSample())},
 		{id: idMutexSampled, title: "mutex, tracing sampling all", open: openMutexTraced(sdktrace.AlwaysSample())},
 		{id: idSemaphore, title: "semaphore(3) uncontended", open: openSemaphore},
@@ -218,6 +222,26 @@ func openMutex(ctx context.Context, e *env, path string) (*bench, error) {
 	return b, nil
 }
 
+// openMutexPlain is openMutex with every request through go-zookeeper
+// (recipe.WithDirectRequests(false)).
+func openMutexPlain(ctx context.Context, e *env, path string) (*bench, error) {
+	b, err := openMutexesWith(ctx, e, path, 1, plain)
+	if err != nil {
+		return nil, err
+	}
+	b.cycle = cycleOf(b.lockers[0])
+	return b, nil
+}
+
+// openMutexPlainContended is openMutexContended with every request through
+// go-zookeeper.
+func openMutexPlainContended(ctx context.Context, e *env, path string) (*bench, error) {
+	return openMutexesWith(ctx, e, path, e.cfg.sessions, plain)
+}
+
+// plain turns direct requests off.
+var plain = []recipe.Option{recipe.WithDirectRequests(false)}
+
 // openZkLockContended cycles zk.Lock on -sessions sessions at once.
 func openZkLockContended(ctx context.Context, e *env, path string) (*bench, error) {
 	return openZkLockers(ctx, e, path, e.cfg.sessions)
@@ -264,7 +288,12 @@ func openZkLockers(ctx context.Context, e *env, path string, n int) (*bench, err
 
 // openMutexes opens n recipe clients with a mutex on path each.
 func openMutexes(ctx context.Context, e *env, path string, n int) (*bench, error) {
-	return openRecipe(ctx, e, path, n, func(c *recipe.Client, _ int) (locker, error) {
+	return openMutexesWith(ctx, e, path, n, nil)
+}
+
+// openMutexesWith is openMutexes with client options.
+func openMutexesWith(ctx context.Context, e *env, path string, n int, opts []recipe.Option) (*bench, error) {
+	return openRecipeWith(ctx, e, path, n, opts, func(c *recipe.Client, _ int) (locker, error) {
 		return mutex.New(c, path)
 	})
 }
