@@ -37,10 +37,13 @@ import (
 //     and closed it, with go-zookeeper's own; the caller's retry policy
 //     takes over, and a retry made at once waits in go-zookeeper for the
 //     next connection;
-//   - until the connection is set up (the connect response read and, for a
-//     client with credentials, go-zookeeper's sending resumed after it
-//     sent them again) and once it has failed, requests go through
-//     go-zookeeper as before.
+//   - until the connection is set up (its connect response read, naming a
+//     live session, and every credential go-zookeeper sends again first
+//     accepted), once it has failed, on a connection whose session was
+//     answered as expired (which go-zookeeper leaves without closing it:
+//     trackedConn.closeAbandoned closes it), and for good once the wire
+//     broke an assumption (see wireTap) or by option (WithDirectRequests),
+//     requests go through go-zookeeper as before.
 //
 // The frames are plain create (ephemeral sequential, with the client's
 // ACL), getData, getChildren and delete requests; go-zookeeper's own frames
