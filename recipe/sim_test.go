@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -15,6 +17,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/recipe/internal/simzk"
@@ -189,7 +193,7 @@ const simServer = "simzk:2181"
 
 // simBufferSize sizes go-zookeeper's buffers in the simulation: the
 // largest frame a schedule sees is a listing of a few dozen nodes.
-const simBufferSize = 64 << 10
+const simBufferSize = 16 << 10
 
 // newSimClient connects a client to the world, as Connect does for users,
 // with the schedule's seed for its node ids and small buffers.
@@ -748,10 +752,30 @@ func flagSet(name string) bool {
 	return set
 }
 
+// skipUnpatchedRace skips the simulation under the race detector when
+// go-zookeeper is the release as the module proxy serves it: v1.0.4 reads
+// and writes Conn.lastZxid unsynchronised at every reconnect with watches
+// set (upstream go-zookeeper/zk PR #35), which nearly every schedule makes,
+// so the race detector would fail the first schedule on go-zookeeper's
+// race rather than on ours. The make targets build against the release
+// with patches/ applied (make patched-zk), where it runs.
+func skipUnpatchedRace(t *testing.T) {
+	if !raceDetector {
+		return
+	}
+	file, _ := runtime.FuncForPC(reflect.ValueOf(zk.Connect).Pointer()).FileLine(reflect.ValueOf(zk.Connect).Pointer())
+	if strings.Contains(filepath.ToSlash(file), "/github.com/go-zookeeper/zk@") {
+		t.Skip("simulation skipped under -race: go-zookeeper v1.0.4 as released races on Conn.lastZxid at reconnects " +
+			"(upstream PR #35); run it without -race, with make simulate or make test (patched, see patches/), " +
+			"or through cmd/zkrace (docs/testing.md)")
+	}
+}
+
 // TestSimulateCases replays the scripted schedules, each -sim.replays
 // times (the interleaving within an instant of virtual time is Go's
 // choice), and reports how many replays of each failed.
 func TestSimulateCases(t *testing.T) {
+	skipUnpatchedRace(t)
 	for _, sc := range simCases {
 		t.Run(sc.name, func(t *testing.T) {
 			failed, first := 0, ""
@@ -770,6 +794,7 @@ func TestSimulateCases(t *testing.T) {
 }
 
 func TestSimulate(t *testing.T) {
+	skipUnpatchedRace(t)
 	schedules := *simSchedules
 	if testing.Short() && !flagSet("sim.schedules") {
 		schedules = 200

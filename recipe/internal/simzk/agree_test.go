@@ -381,6 +381,7 @@ func (f *modelFaults) close(i int)          { f.conns[i].Close() }
 func (f *modelFaults) settle()              {}
 
 func runModel(t *testing.T, s script) []string {
+	skipUnpatchedRace(t)
 	var out []string
 	synctest.Test(t, func(t *testing.T) {
 		w := simzk.New(1)

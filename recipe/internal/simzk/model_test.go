@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
+	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -19,12 +23,29 @@ const timeout = 3 * time.Second // session timeout of the unit tests
 // sim runs f in a synctest bubble with a World and closes the World after.
 func sim(t *testing.T, f func(t *testing.T, w *simzk.World)) {
 	t.Helper()
+	skipUnpatchedRace(t)
 	synctest.Test(t, func(t *testing.T) {
 		w := simzk.New(42)
 		defer w.Close()
 		defer closeClients(w)
 		f(t, w)
 	})
+}
+
+// skipUnpatchedRace skips a test of the model under the race detector
+// when go-zookeeper is the release as the module proxy serves it: v1.0.4
+// reads and writes Conn.lastZxid unsynchronised at reconnects with
+// watches set (upstream go-zookeeper/zk PR #35). The make targets build
+// against the release with patches/ applied, where the tests run.
+func skipUnpatchedRace(t *testing.T) {
+	if !raceDetector {
+		return
+	}
+	pc := reflect.ValueOf(zk.Connect).Pointer()
+	if file, _ := runtime.FuncForPC(pc).FileLine(pc); strings.Contains(filepath.ToSlash(file), "/github.com/go-zookeeper/zk@") {
+		t.Skip("skipped under -race: go-zookeeper v1.0.4 as released races on Conn.lastZxid at reconnects " +
+			"(upstream PR #35); run it without -race, through make (patched, see patches/) or cmd/zkrace (docs/testing.md)")
+	}
 }
 
 // clients are the clients connected to each World, for closeClients.
@@ -592,9 +613,17 @@ func TestPartitionSessionSurvives(t *testing.T) {
 		if _, err := a.Create("/x", nil, 0, acl); err != zk.ErrConnectionClosed {
 			t.Errorf("call during the partition: %v", err)
 		}
-		// Made while disconnected: waits for the reconnect, same session.
-		if _, err := a.Create("/y", nil, 0, acl); err != nil {
-			t.Error(err)
+		// Made while disconnected: it waits for the reconnect, or fails
+		// with zk.ErrNoServer when go-zookeeper ends a round of its hosts;
+		// the session is the same.
+		for {
+			_, err := a.Create("/y", nil, 0, acl)
+			if err == nil {
+				break
+			}
+			if err != zk.ErrNoServer {
+				t.Fatal(err)
+			}
 		}
 		if got := time.Since(start); got < timeout*5/6 {
 			t.Errorf("reconnected after %v, during the partition", got)

@@ -1,0 +1,6 @@
+//go:build race
+
+package simzk_test
+
+// raceDetector tells whether the test binary was built with -race.
+const raceDetector = true
