@@ -202,3 +202,29 @@ func TestCommitOwnQueueRefused(t *testing.T) {
 	}
 	must(t, h.Release(ctx))
 }
+
+// Many small creates: the transaction the old estimate (path + data + 32
+// bytes per op) let through at about 1.15 times the limit, which the server
+// dropped with the connection. Measured, it is refused without I/O.
+func TestCommitManySmallCreates(t *testing.T) {
+	srv := zktest.Shared(t)
+	ctx := locktest.Ctx(t, 30*time.Second)
+	c := locktest.Client(t, []string{srv.Addr()})
+	dir := zktest.UniquePath(t)
+	lk, err := recipe.NewLock(c, dir+"/lock", recipe.LockSpec{LockName: mutex.LockName, Driver: driver.Mutex()}, nil)
+	must(t, err)
+	h, err := lk.Acquire(ctx)
+	must(t, err)
+	ops := make([]recipe.Op, 14000)
+	for i := range ops {
+		ops[i] = recipe.Create(fmt.Sprintf("/b/%05d", i), make([]byte, 30))
+	}
+	before, session := c.Stats(), c.SessionID()
+	_, err = h.Commit(ctx, ops...)
+	sent := c.Stats().Sub(before).RoundTrips()
+	t.Logf("Commit of 14000 creates of 30 bytes: %v (requests %d, session %x -> %x)", err, sent, session, c.SessionID())
+	if !errors.Is(err, recipe.ErrInvalidArgument) || sent != 0 {
+		t.Fatalf("Commit of 14000 creates = %v; want ErrInvalidArgument before any I/O", err)
+	}
+	must(t, h.Release(ctx))
+}
