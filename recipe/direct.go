@@ -2,11 +2,12 @@ package recipe
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/recipe/internal/jute"
 )
 
 // Direct requests. go-zookeeper's requests block until their reply, so a
@@ -234,15 +235,17 @@ func (c *Client) createTail(data []byte) []byte {
 		n += 4 + 4 + len(a.Scheme) + 4 + len(a.ID)
 	}
 	b := make([]byte, 0, n)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
-	b = append(b, data...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(c.cfg.acl)))
-	for _, a := range c.cfg.acl {
-		b = binary.BigEndian.AppendUint32(b, uint32(a.Perms))
-		b = appendString(b, a.Scheme)
-		b = appendString(b, a.ID)
+	if data == nil {
+		data = []byte{} // an empty buffer, not a null one
 	}
-	return binary.BigEndian.AppendUint32(b, uint32(ephemeralSequential))
+	b = jute.AppendBuffer(b, data)
+	b = jute.AppendInt32(b, int32(len(c.cfg.acl)))
+	for _, a := range c.cfg.acl {
+		b = jute.AppendInt32(b, a.Perms)
+		b = jute.AppendString(b, a.Scheme)
+		b = jute.AppendString(b, a.ID)
+	}
+	return jute.AppendInt32(b, ephemeralSequential)
 }
 
 // directReq is one request of a direct write: its opcode, its path and
@@ -283,10 +286,7 @@ func (c *Client) sendDirect(ctx context.Context, reqs ...directReq) (calls []*di
 	}
 	frames := make([]byte, 0, size)
 	for i, r := range reqs {
-		frames = binary.BigEndian.AppendUint32(frames, uint32(r.size()))
-		frames = binary.BigEndian.AppendUint32(frames, uint32(calls[i].xid))
-		frames = binary.BigEndian.AppendUint32(frames, uint32(r.op))
-		frames = append(appendString(frames, r.path), r.tail...)
+		frames = jute.AppendRequest(frames, jute.RequestHeader{Xid: calls[i].xid, Op: r.op}, r.path, r.tail)
 	}
 	if err := t.writeDirect(ctx, frames); err != nil {
 		t.tap.forget(calls...)
@@ -317,7 +317,8 @@ func (t *trackedConn) writeDirect(ctx context.Context, frames []byte) error {
 	}
 	defer func() { <-t.wturn }()
 	for f := frames; len(f) >= 4; {
-		n := 4 + int(binary.BigEndian.Uint32(f))
+		n, _ := jute.FrameLen(f)
+		n += 4
 		t.tap.noteDirectWrite(f[:n])
 		f = f[n:]
 	}
@@ -501,21 +502,8 @@ func replyError(code int32) error {
 }
 
 // juteLen reads the length that starts the jute string or buffer at the
-// start of b; ok is false when b ends before the length or before the
-// bytes it counts. A negative length is a null string or buffer.
-func juteLen(b []byte) (n int, ok bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	n = int(int32(binary.BigEndian.Uint32(b)))
-	return n, n <= len(b)-4
-}
-
-// appendString appends s as a jute string: its length, then its bytes.
-func appendString(b []byte, s string) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
-	return append(b, s...)
-}
+// start of b (see jute.Len).
+func juteLen(b []byte) (n int, ok bool) { return jute.Len(b) }
 
 // parseChildren parses the body of a getChildren reply: a vector of jute
 // strings. One string holds the whole body and the names are slices of it
@@ -524,11 +512,11 @@ func parseChildren(b []byte) ([]string, error) {
 	if len(b) < 4 {
 		return nil, errMalformedReply
 	}
-	n := int32(binary.BigEndian.Uint32(b))
+	n, _ := jute.VectorLen(b)
 	if n < 0 { // a null vector
 		return nil, nil
 	}
-	if int(n) > (len(b)-4)/4 {
+	if n > (len(b)-4)/4 {
 		return nil, errMalformedReply
 	}
 	all := string(b)

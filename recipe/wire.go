@@ -1,10 +1,11 @@
 package recipe
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/zkrecipes/zkrecipes/recipe/internal/jute"
 )
 
 // go-zookeeper's Create returns the new node's path but drops the zxid of
@@ -193,9 +194,7 @@ const (
 
 // oneFrame reports whether p is exactly one frame: a length, then that
 // many bytes.
-func oneFrame(p []byte) bool {
-	return len(p) >= 4 && int(binary.BigEndian.Uint32(p[0:4])) == len(p)-4
-}
+func oneFrame(p []byte) bool { return jute.IsFrame(p) }
 
 // noteWrite notes a frame written by go-zookeeper, which writes each
 // request as one whole frame.
@@ -227,8 +226,8 @@ func (w *wireTap) noteFrame(p []byte, direct bool) {
 		}
 		return
 	}
-	xid := int32(binary.BigEndian.Uint32(p[4:8]))
-	op := int32(binary.BigEndian.Uint32(p[8:12]))
+	h, _ := jute.ParseRequestHeader(p[4:])
+	xid, op := h.Xid, h.Op
 	if !direct && !w.broken {
 		switch d := uint32(xid-w.lastXid) & xidMask; {
 		case xid < 0:
@@ -318,15 +317,15 @@ func (w *wireTap) noteRead(p []byte) {
 // expired one ends it.
 func (w *wireTap) connectResponse() {
 	w.readFirst = true
-	length := int(binary.BigEndian.Uint32(w.hdr[0:4]))
-	timeoutMs := int32(binary.BigEndian.Uint32(w.hdr[8:12]))
-	session := int64(binary.BigEndian.Uint64(w.hdr[12:20]))
-	w.skip = max(length-16, 0)
+	length, _ := jute.FrameLen(w.hdr[:])
+	head, _ := jute.ParseConnectHead(w.hdr[4:])
+	timeoutMs, session := head.Timeout, head.SessionID
+	w.skip = max(length-jute.ConnectHeadLen, 0)
 	var broke string
 	w.mu.Lock()
 	sentAt := w.connectSent
 	switch {
-	case length < 16:
+	case length < jute.ConnectHeadLen:
 		broke = w.breakLocked(fmt.Sprintf("a connect response of %d bytes", length))
 	case session == 0:
 		w.dead = true // go-zookeeper leaves the connection: see trackedConn.Read
@@ -335,7 +334,7 @@ func (w *wireTap) connectResponse() {
 	}
 	w.mu.Unlock()
 	w.report(broke)
-	if w.connect != nil && length >= 16 {
+	if w.connect != nil && length >= jute.ConnectHeadLen {
 		w.connect(length, timeoutMs, session)
 	}
 	if w.proof != nil {
@@ -345,14 +344,11 @@ func (w *wireTap) connectResponse() {
 
 // frame handles a complete reply header in w.hdr.
 func (w *wireTap) frame() {
-	length := int(binary.BigEndian.Uint32(w.hdr[0:4]))
-	rest := length - 16
-	if rest < 0 {
-		rest = 0
-	}
-	w.xid = int32(binary.BigEndian.Uint32(w.hdr[4:8]))
-	w.zxid = int64(binary.BigEndian.Uint64(w.hdr[8:16]))
-	errCode := int32(binary.BigEndian.Uint32(w.hdr[16:20]))
+	length, _ := jute.FrameLen(w.hdr[:])
+	rest := max(length-jute.ReplyHeaderLen, 0)
+	h, _ := jute.ParseReplyHeader(w.hdr[4:])
+	w.xid, w.zxid = h.Xid, h.Zxid
+	errCode := h.Err
 	if w.xid == xidWatchEvent {
 		w.skip = rest
 		return
