@@ -24,13 +24,16 @@ import (
 // once per incarnation of the directory (two requests, in one round trip):
 // the watch fires when the directory is deleted (reaped, or deleted and
 // made again), or its session's watches end, and the next acquire checks
-// again. go-zookeeper hands a watch event over before it reads the replies
-// that follow it on the connection, so an acquire whose create's reply
-// comes after the directory was made again sees the event: it checks the
-// directory that now holds its node (which cannot be reaped under it)
-// before it can hold. Only who can change the directory's ACL could open
-// it without a watch firing: ADMIN on it, which the check also refuses to
-// others.
+// again. An acquire also looks at the watch once it would hold, and checks
+// again if it fired: its nodes keep the directory from being reaped, so
+// the directory checked is the one it holds in. go-zookeeper dispatches a
+// watch event before it reads on, so a reply read after the event was
+// dispatched finds it; a direct reply (direct.go) read from the socket in
+// the same read as the event can reach the acquire first, and that one
+// acquire then holds in the directory made again, unchecked (the next one
+// checks it, and a deletion of the holder's node is reported as a loss, as
+// ever). Only who can change the directory's ACL could open it without a
+// watch firing: ADMIN on it, which the check also refuses to others.
 
 // ErrDirectoryACL is wrapped, with [ErrNotAcquired], by the error of an
 // acquire that refused its lock directory because the directory's ACL
