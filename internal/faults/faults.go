@@ -456,6 +456,7 @@ func Episode(ctx context.Context, f *Fault, env *Env, others []*Cell, d time.Dur
 	injected, injErr := inject(ctx, f, env, d)
 	healErr := env.Heal()
 	rec := env.awaitRecovery(ctx)
+	env.noteStuck(rec)
 	stopWorkers()
 	wg.Wait()
 	env.settleGhosts()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -92,6 +93,10 @@ type Config struct {
 	// DirectOff connects the clients with direct requests switched off
 	// (ZKRECIPES_DIRECT_REQUESTS=off, read by recipe.Connect).
 	DirectOff bool
+	// Trace keeps each client's last log lines (debug level included), and
+	// a worker that is not granted again after a fault gets them in the
+	// notes.
+	Trace bool
 }
 
 // DefaultConfig is the workload of the matrix and the soak.
@@ -145,6 +150,7 @@ type Worker struct {
 	holding atomic.Bool
 	pinned  atomic.Bool
 	granted atomic.Int64 // UnixNano of the last successful acquire
+	trace   *ring        // the client's last log lines (Config.Trace)
 	session int64        // last session seen, to count new ones
 }
 
@@ -176,7 +182,12 @@ func NewCell(ctx context.Context, tg *Target, a *Adapter, path string, cfg Confi
 				addrs = addrs[:1]
 			}
 		}
-		cl, err := connect(ctx, addrs, tg.SessionTimeout, cfg)
+		var extra []recipe.Option
+		if cfg.Trace {
+			w.trace = newRing()
+			extra = append(extra, recipe.WithLogger(slog.New(w.trace)))
+		}
+		cl, err := connect(ctx, addrs, tg.SessionTimeout, cfg, extra...)
 		if err != nil {
 			if w.Proxy != nil {
 				w.Proxy.Close()
@@ -208,10 +219,10 @@ var CellAuth = [2]string{"faults", "faults-secret"}
 var directEnv sync.Mutex
 
 // connect connects one client of a cell to addrs as cfg says.
-func connect(ctx context.Context, addrs []string, session time.Duration, cfg Config) (*recipe.Client, error) {
+func connect(ctx context.Context, addrs []string, session time.Duration, cfg Config, extra ...recipe.Option) (*recipe.Client, error) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	opts := []recipe.Option{recipe.WithSessionTimeout(session)}
+	opts := append([]recipe.Option{recipe.WithSessionTimeout(session)}, extra...)
 	if cfg.Tolerant {
 		opts = append(opts, recipe.WithSuspensionTolerance())
 	}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,6 +120,58 @@ func (e *Env) recovered(over time.Time) bool {
 		}
 	}
 	return true
+}
+
+// noteStuck notes, for every cell with a worker not granted again by
+// the end of the recovery, what its lock directory held then and the
+// workers' sessions: what the worker was waiting for.
+func (e *Env) noteStuck(rec Recovery) {
+	if rec.Over.IsZero() {
+		return
+	}
+	for _, c := range e.Cells {
+		var stuck, sessions, logs []string
+		for _, w := range c.Workers {
+			st := w.Client.Stats()
+			sessions = append(sessions, fmt.Sprintf("worker %d 0x%x (epochs ended %d, suspensions %d, retries %d, direct off %d)",
+				w.ID, w.Client.SessionID(), st.EpochsEnded, st.Suspensions, st.Retries, st.DirectDisabled))
+			if w.granted.Load() < rec.Over.UnixNano() {
+				stuck = append(stuck, fmt.Sprint(w.ID))
+				if w.trace != nil {
+					logs = append(logs, fmt.Sprintf("worker %d's log since 5s before the fault's end:\n      %s", w.ID,
+						strings.Join(w.trace.since(rec.Over.Add(-5*time.Second)), "\n      ")))
+				}
+			}
+		}
+		if len(stuck) == 0 {
+			continue
+		}
+		nodes, err := ListNodes(c.Target.Raw, c.Path)
+		var names []string
+		for _, n := range nodes {
+			names = append(names, n.String())
+		}
+		dump := dumpGoroutines()
+		ep := c.log()
+		ep.mu.Lock()
+		ep.notes = append(ep.notes, fmt.Sprintf("workers %v not granted again at %v after the fault's end; the directory held %v (err %v); sessions: %v; goroutines: %s",
+			stuck, time.Since(rec.Over).Round(time.Millisecond), names, err, sessions, dump)+"\n"+strings.Join(logs, "\n"))
+		ep.mu.Unlock()
+	}
+}
+
+// dumpGoroutines writes every goroutine's stack to a file and returns its
+// name (or why it could not).
+func dumpGoroutines() string {
+	f, err := os.CreateTemp("", "faults-stuck-*.txt")
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		return err.Error()
+	}
+	return f.Name()
 }
 
 // bound is B for the target's clients.

@@ -118,6 +118,7 @@ func runLivenessEpisode(t *testing.T, ts *targets, ep livenessEpisode, seed uint
 		// Contexts that allow: an acquire that hangs is still waiting
 		// well past B, rather than ending by its deadline near it.
 		cfg.AcquireTimeout = 5 * tg.SessionTimeout
+		cfg.Trace = true
 		c, err := faults.NewCell(context.Background(), tg, lc.recipe, zktest.UniquePath(t), cfg, seed*100+uint64(ri))
 		if err != nil {
 			t.Fatal(err)
