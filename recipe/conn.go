@@ -37,8 +37,10 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 		}
 		c.dials.Add(1)
 		t := &trackedConn{Conn: conn, c: c, tap: wireTap{out: &c.zxids, written: &c.createWrites, proof: c.heardAt, now: c.monotonic,
-			broke: c.wireBroke, creds: &c.creds}, wturn: make(chan struct{}, 1)}
+			broke: c.wireBroke, creds: &c.creds}, wturn: make(chan struct{}, 1),
+			handshakeBy: time.Now().Add(handshakeTimeout(c.SessionTimeout()))}
 		t.tap.connect = t.connectResponse
+		t.Conn.SetReadDeadline(t.handshakeBy)
 		if prev := c.liveConn.Load(); prev != nil {
 			// go-zookeeper's xids run on across connections: direct
 			// requests keep away from them on this one too.
@@ -105,6 +107,11 @@ type trackedConn struct {
 	// count at which go-zookeeper has all of it and leaves the connection.
 	consumed  int64
 	abandonAt int64
+	// The connect response, until its last byte is read, must come by
+	// handshakeBy (see SetReadDeadline); connectEnd is the count of bytes
+	// at its end, 0 until its header is read.
+	handshakeBy time.Time
+	connectEnd  int64
 
 	rbuf []byte // read buffer; rbuf[r:w] is unread
 	r, w int
@@ -168,9 +175,32 @@ func (t *trackedConn) connectResponse(length int, timeoutMs int32, session int64
 		t.c.negotiatedMs.Store(int64(timeoutMs))
 	}
 	t.c.wireSession.Store(session)
+	t.connectEnd = 4 + int64(length) // the first frame on the connection
 	if session == 0 {
-		t.abandonAt = 4 + int64(length) // the first frame on the connection
+		t.abandonAt = t.connectEnd
 	}
+}
+
+// handshakeTimeout is how long a server may take to answer a connect
+// request: the receive timeout go-zookeeper applies to a connected server
+// (two thirds of the session timeout). go-zookeeper itself waits ten times
+// that for the answer (13s for 2s sessions), on a server that accepts
+// connections but does not serve them yet (one starting up, or out of its
+// quorum), where the client should go on to the next server, or dial this
+// one again.
+func handshakeTimeout(session time.Duration) time.Duration { return session * 2 / 3 }
+
+// SetReadDeadline sets the connection's read deadline; until the whole
+// connect response has been read, no later than handshakeBy (go-zookeeper
+// reads its header with a deadline of ten receive timeouts, and the rest
+// with none).
+func (t *trackedConn) SetReadDeadline(d time.Time) error {
+	if !t.handshakeBy.IsZero() && (t.connectEnd == 0 || t.consumed < t.connectEnd) {
+		if d.IsZero() || d.After(t.handshakeBy) {
+			d = t.handshakeBy
+		}
+	}
+	return t.Conn.SetReadDeadline(d)
 }
 
 // readConn reads from the connection into b and notes what came. A failed
