@@ -109,17 +109,24 @@ func (w *World) serve(e *end, h *Host) {
 			break
 		}
 		buf = body[:0]
-		w.mu.Lock()
-		w.request(l, body)
-		done := l.closed
-		w.mu.Unlock()
-		if done {
+		if w.handle(l, body) {
 			break
 		}
 	}
 	w.mu.Lock()
 	w.closeLink(l, closeBroken)
 	w.mu.Unlock()
+}
+
+// handle serves one request and reports whether the server is done with
+// the connection. (World.mu is unlocked by a deferred call, so that a bug
+// of the model panics loudly rather than leaving the bubble blocked on
+// the mutex.)
+func (w *World) handle(l *link, body []byte) (done bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.request(l, body)
+	return l.closed
 }
 
 // passwdLen is the length of a session's password.
@@ -165,6 +172,11 @@ func (w *World) connect(e *end, h *Host, req *jute.ConnectRequest) *link {
 
 // request applies one request and sends its reply. Under World.mu.
 func (w *World) request(l *link, body []byte) {
+	if l.closed || w.closed {
+		// The server is done with the connection (its session moved to
+		// another, or ended): it reads nothing more from it.
+		return
+	}
 	r := jute.NewReader(body)
 	var hdr jute.RequestHeader
 	if hdr.Read(r); r.Err() != nil {

@@ -147,3 +147,36 @@ func TestViolations(t *testing.T) {
 		}
 	})
 }
+
+// A request that arrives on a connection whose session has moved to
+// another is not served (the server is done with that connection).
+func TestRequestAfterSessionMoved(t *testing.T) {
+	sim(t, func(t *testing.T, w *simzk.World) {
+		resp, _, _ := rawConnect(t, w, jute.ConnectRequest{Timeout: 4000})
+		h := w.NewHost("raw")
+		old, err := h.Dial("tcp", "simzk:2181", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer old.Close()
+		b, at := jute.BeginFrame(nil)
+		req := jute.ConnectRequest{SessionID: resp.SessionID, Passwd: resp.Passwd}
+		old.Write(jute.EndFrame(req.Append(b), at))
+		if _, err := jute.ReadFrame(old, nil, jute.MaxBuffer); err != nil {
+			t.Fatal(err)
+		}
+		// The session moves to a new connection, while the old one
+		// still has a request coming, held up by a partition.
+		h.Partition(time.Second, true, false)
+		b, at = jute.BeginFrame(nil)
+		b = jute.RequestHeader{Xid: 1, Op: jute.OpGetData}.Append(b)
+		old.Write(jute.EndFrame(jute.PathWatch{Path: "/", Watch: true}.Append(b), at))
+		if again, _, _ := rawConnect(t, w, req); again.SessionID != resp.SessionID {
+			t.Fatalf("resumed: %+v", again)
+		}
+		time.Sleep(2 * time.Second)
+		if v := w.Violations(); len(v) > 0 {
+			t.Errorf("violations %q", v)
+		}
+	})
+}
