@@ -745,6 +745,18 @@ var simCases = []struct {
 	},
 }
 
+// simStuck is how long, in real time, a schedule may run before it is
+// taken to be stuck: a goroutine of its bubble waits on something that is
+// not durably blocking (a mutex held across a wait), so virtual time
+// stops, and the bubble would wait for ever.
+const simStuck = 2 * time.Minute
+
+// panicStuck ends the test binary with every goroutine's stack.
+func panicStuck(seed uint64) {
+	debug.SetTraceback("all")
+	panic(fmt.Sprintf("schedule of seed %d has run for %v of real time: stuck (replay: -sim.seed=%d -sim.schedules=1 -sim.trace)", seed, simStuck, seed))
+}
+
 // flagSet reports whether the flag called name was given.
 func flagSet(name string) bool {
 	set := false
@@ -814,7 +826,9 @@ func TestSimulate(t *testing.T) {
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for s := range next {
+				stuck := time.AfterFunc(simStuck, func() { panicStuck(s) })
 				fails, trace := runSchedule(t, s)
+				stuck.Stop()
 				mu.Lock()
 				ran++
 				if *simVerbose {
