@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/driver"
 )
 
 // Guarded writes. A hold's fencing token protects a store that checks it;
@@ -139,8 +141,9 @@ func (e *OpError) Unwrap() error { return e.Err }
 // the server whether the hold is still in force, without writing.
 //
 // Before any I/O, Commit refuses bad input (nil ctx, an invalid path, an
-// op other than Check on the hold's own lock directory or a node in it,
-// whose nodes are the lock's queue, a transaction larger, measured as the
+// op that would change the hold's own queue: a delete of its own node, a
+// create, delete or write of a lock node in its directory, a write of the
+// directory's recorded parameters; a transaction larger, measured as the
 // wire carries it, than a request may carry) with [ErrInvalidArgument],
 // naming the op or the size and the limit; a hold
 // that was released with [ErrNotHeld], and a hold that was lost, or whose
@@ -247,21 +250,41 @@ func (c *Client) checkOps(ops []Op) error {
 	return nil
 }
 
-// checkOwnQueue refuses ops, other than Check, on the hold's own lock
-// directory or its children: deleting a node of the queue (the hold's own,
-// say) or creating one there breaks the lock for every client of it (a
-// persistent node that looks like a lock node blocks it for good), and
-// the data of the directory is the lock's own record.
+// checkOwnQueue refuses ops that would change the hold's own queue: a
+// delete of the hold's own node (which would end the hold, and be
+// reported as someone else's doing), a delete, create or write of
+// another lock-like child of the lock directory (see [driver.Classify]:
+// a create there, persistent, would block the lock for good; a delete is
+// an eviction, see [Lock.Evict]), and a write of the directory's data
+// when the lock keeps its parameters there ([LockSpec].DirData). A Check
+// of anything, a write of the hold's own node's data, and ops on the
+// directory's other children (an application's state kept next to the
+// queue) pass.
 func (h *Hold) checkOwnQueue(ops []Op) error {
 	dir := h.l.dir
 	for i, o := range ops {
-		if o.kind == kindCheck {
+		if o.kind == kindCheck || (o.path != dir && parentOf(o.path) != dir) {
 			continue
 		}
-		if o.path == dir || parentOf(o.path) == dir {
-			return fmt.Errorf("commit: %w: op %d (%v) is in the lock directory %s of the hold itself, whose nodes are the lock's queue; only Check may name them",
-				ErrInvalidArgument, i, o, dir)
+		var why string
+		name := baseOf(o.path)
+		if o.kind == kindCreateSeq {
+			name += "0000000000" // as the server names it
 		}
+		switch {
+		case o.path == dir && o.kind == kindSet && h.l.spec.DirData != nil:
+			why = "writes the lock directory's record of its parameters"
+		case o.path == h.path && o.kind == kindDelete:
+			why = "deletes the hold's own node, which would end the hold (use Release)"
+		case o.path == h.path || o.path == dir:
+			continue
+		case driver.Classify(name) != driver.Unrelated:
+			why = "names a lock node of the hold's own queue (a persistent one would block the lock for good; Lock.Evict deletes one)"
+		default:
+			continue
+		}
+		return fmt.Errorf("commit: %w: op %d (%v) %s; only Check may name the queue of %s",
+			ErrInvalidArgument, i, o, why, dir)
 	}
 	return nil
 }

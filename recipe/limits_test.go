@@ -170,9 +170,11 @@ func TestAcquireNSizeBoundary(t *testing.T) {
 
 // Commit refuses, before any I/O, ops on the hold's own queue: deleting
 // its own node (reported before as "deleted by another client"), creating
-// a persistent lock-like node that would block the lock for good, or
-// writing the directory's data. A Check of its own node passes, and so do
-// ops beside the lock directory.
+// a persistent lock-like node that would block the lock for good,
+// deleting or writing another lock node. A Check of its own node passes,
+// and so do a write of its own node's data (what leader.Proclaim does),
+// a node of the application's next to the queue, and ops beside the lock
+// directory.
 func TestCommitOwnQueueRefused(t *testing.T) {
 	srv := zktest.Shared(t)
 	ctx := locktest.Ctx(t, 30*time.Second)
@@ -184,18 +186,21 @@ func TestCommitOwnQueueRefused(t *testing.T) {
 	must(t, err)
 	own := dir + "/" + h.Node()
 	before := c.Stats()
+	other := dir + "/_c_00000000-0000-0000-0000-000000000000-lock-0000000099"
 	for _, op := range []recipe.Op{recipe.Delete(own), recipe.Create(dir+"/lock-0000000000", nil),
-		recipe.CreateSequential(dir+"/lock-", nil), recipe.SetData(dir, []byte("x")), recipe.SetData(own, []byte("x"))} {
+		recipe.CreateSequential(dir+"/lock-", nil), recipe.Create(dir+"/x-lock-0000000000", nil),
+		recipe.Delete(other), recipe.SetData(other, []byte("__REVOKE__"))} {
 		_, err := h.Commit(ctx, op)
-		if !errors.Is(err, recipe.ErrInvalidArgument) || !strings.Contains(err.Error(), "lock directory "+dir+" of the hold itself") {
-			t.Errorf("Commit(%v) = %v; want ErrInvalidArgument naming the hold's own directory", op, err)
+		if !errors.Is(err, recipe.ErrInvalidArgument) || !strings.Contains(err.Error(), "only Check may name the queue of "+dir) {
+			t.Errorf("Commit(%v) = %v; want ErrInvalidArgument naming the hold's own queue", op, err)
 		}
 	}
 	if d := c.Stats().Sub(before); d.RoundTrips() != 0 {
 		t.Fatalf("refused commits sent %d requests", d.RoundTrips())
 	}
-	if _, err := h.Commit(ctx, recipe.Check(own, recipe.AnyVersion), recipe.Create(dir+"-beside", nil)); err != nil {
-		t.Fatalf("a check of its own node and a create beside the directory: %v", err)
+	if _, err := h.Commit(ctx, recipe.Check(own, recipe.AnyVersion), recipe.SetData(own, []byte("me")),
+		recipe.Create(dir+"/state", nil), recipe.Create(dir+"-beside", nil)); err != nil {
+		t.Fatalf("a check and a write of its own node, a create next to the queue and beside the directory: %v", err)
 	}
 	if err := h.Err(); err != nil {
 		t.Fatalf("hold: %v", err)
