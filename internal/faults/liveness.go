@@ -274,6 +274,11 @@ func (c *Cell) checkLiveness(rec Recovery, r *Result) {
 		queued, n := ahead(ss, noWorker, over, first)
 		beyond := first.Sub(over) - queued
 		r.Beyond = max(r.Beyond, beyond)
+		if beyond > rec.Bound && w.trace != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("worker %d granted again %v after the fault's end (%v beyond the queue); its log from 3s before the end:\n      %s",
+				w.ID, first.Sub(over).Round(time.Millisecond), beyond.Round(time.Millisecond),
+				strings.Join(w.trace.since(over.Add(-3*time.Second)), "\n      ")))
+		}
 		if allow := rec.Bound + SchedulingAllowance + time.Duration(n)*HandoffAllowance + cyclePause; beyond > allow {
 			r.Problems = append(r.Problems, fmt.Sprintf("liveness: worker %d granted again %v after the fault was over: %v beyond the %v of holds of %d holders ahead, past B %v + allowance %v",
 				w.ID, first.Sub(over).Round(time.Millisecond), beyond.Round(time.Millisecond), queued.Round(time.Millisecond), n, rec.Bound, allow-rec.Bound))
