@@ -40,6 +40,7 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 			broke: c.wireBroke, creds: &c.creds}, wturn: make(chan struct{}, 1),
 			handshakeBy: time.Now().Add(handshakeTimeout(c.SessionTimeout()))}
 		t.tap.connect = t.connectResponse
+		t.tap.hold = true
 		t.Conn.SetReadDeadline(t.handshakeBy)
 		if prev := c.liveConn.Load(); prev != nil {
 			// go-zookeeper's xids run on across connections: direct
@@ -136,6 +137,7 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 		if len(p) >= readBufferSize {
 			n, err := t.readConn(p)
 			t.consumed += int64(n)
+			t.tap.release(t.consumed)
 			t.closeAbandoned()
 			return n, err
 		}
@@ -152,6 +154,7 @@ func (t *trackedConn) Read(p []byte) (int, error) {
 	n := copy(p, t.rbuf[t.r:t.w])
 	t.r += n
 	t.consumed += int64(n)
+	t.tap.release(t.consumed)
 	t.closeAbandoned()
 	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/go-zookeeper/zk"
 
@@ -447,6 +448,7 @@ func (w *wireTap) failDirect() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.dead = true
+	w.releaseLocked(math.MaxInt64) // the replies that came stand
 	for xid := range w.direct {
 		w.answer(xid, 0, nil, zk.ErrConnectionClosed)
 	}

@@ -493,3 +493,68 @@ func TestDirectWriteWaitsItsTurn(t *testing.T) {
 		t.Fatal("the direct write kept the connection's turn")
 	}
 }
+
+// A direct reply read from the connection in the same read as a watch
+// event before it is handed over only once go-zookeeper has read the whole
+// reply, so after it has handled the event, as its own replies are.
+func TestDirectReplyAfterEarlierFrames(t *testing.T) {
+	call := func(tc *trackedConn) *directCall {
+		t.Helper()
+		c, ok := tc.tap.expectReply()
+		if !ok {
+			t.Fatal("no direct request")
+		}
+		tc.tap.noteDirectWrite(request(c.xid, opGetChildren, jstr("/a"), []byte{0}))
+		return c
+	}
+	connectResp := frame(i32(0), i32(4000), i64(0x1234), jstr("password"))
+	event := reply(-1, -1, 0, i32(2), i32(3), jstr("/a/lock-0000000001"))
+	setup := func() (*trackedConn, *directCall) {
+		sc := &scriptedConn{} // no error: each read finds what the test put there
+		tc := &trackedConn{Conn: sc, c: &Client{}, tap: wireTap{out: &createZxids{}, hold: true}, wturn: make(chan struct{}, 1)}
+		tc.tap.noteWrite(frame(i32(0), i64(0), i32(4000), i64(0), jstr("pw")))
+		sc.reads = [][]byte{connectResp}
+		readFrame(t, tc) // the connect response
+		return tc, call(tc)
+	}
+
+	tc, c := setup()
+	sc := tc.Conn.(*scriptedConn)
+	sc.reads = [][]byte{bytes.Join([][]byte{event, reply(c.xid, 7, 0, i32(1), jstr("lock-0000000002"))}, nil)}
+	readFrame(t, tc) // go-zookeeper reads the event: all of the read is in the tap
+	if isDone(c) {
+		t.Fatal("the direct reply was handed over before go-zookeeper read the event ahead of it")
+	}
+	readFrame(t, tc) // and the reply
+	if r := answered(t, c); r.err != nil {
+		t.Fatalf("direct reply: %v", r.err)
+	}
+
+	// A reply that came but that go-zookeeper has not read when the
+	// connection closes stands: it is handed over, not failed.
+	tc, c = setup()
+	sc = tc.Conn.(*scriptedConn)
+	sc.reads = [][]byte{bytes.Join([][]byte{event, reply(c.xid, 7, -101)}, nil)}
+	readFrame(t, tc)
+	if isDone(c) {
+		t.Fatal("handed over before go-zookeeper read it")
+	}
+	tc.Close()
+	if r := answered(t, c); !errors.Is(r.err, zk.ErrNoNode) {
+		t.Fatalf("after Close: %v, want the reply's ErrNoNode", r.err)
+	}
+}
+
+// readFrame reads one frame from tc as go-zookeeper does: its length, then
+// the rest.
+func readFrame(t *testing.T, tc *trackedConn) {
+	t.Helper()
+	var hdr [4]byte
+	if _, err := io.ReadFull(tc, hdr[:]); err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, int(hdr[0])<<24|int(hdr[1])<<16|int(hdr[2])<<8|int(hdr[3]))
+	if _, err := io.ReadFull(tc, body); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -156,7 +156,17 @@ type wireTap struct {
 	dead      bool                  // the connection failed or closed, or its session expired
 	broken    bool                  // an assumption broke: no more checks, no direct requests
 
+	// hold, when set, holds back the answer to a direct request until the
+	// reader (go-zookeeper) has read the whole reply (release), so that it
+	// comes after everything the server sent before it (watch events
+	// above all), as go-zookeeper's own replies do; the tap reads bytes as
+	// they arrive from the connection, ahead of go-zookeeper. Under mu.
+	hold    bool
+	held    []heldAnswer
+	holding atomic.Int32 // len(held), read without mu
+
 	// Incoming stream state. The first frame is the connect response.
+	pos       int64 // bytes read from the connection
 	readFirst bool
 	hdr       [20]byte // length + reply header (xid, zxid, err); of the connect response, length + protocol version, timeout, session
 	hdrN      int
@@ -167,6 +177,56 @@ type wireTap struct {
 	zxid      int64
 	directXid int32 // the direct request whose reply body is being collected
 	forDirect bool  // body is a direct request's reply
+}
+
+// heldAnswer is the reply to a direct request, held until the reader has
+// read up to end (see wireTap.hold).
+type heldAnswer struct {
+	end  int64
+	xid  int32
+	zxid int64
+	body []byte
+	err  error
+}
+
+// deliver answers the direct request xid with its reply, which ends at
+// byte end of the stream: at once, or, with hold, once the reader has read
+// that far. It must be called with w.mu held.
+func (w *wireTap) deliver(end int64, xid int32, zxid int64, body []byte, err error) {
+	if !w.hold {
+		w.answer(xid, zxid, body, err)
+		return
+	}
+	w.held = append(w.held, heldAnswer{end: end, xid: xid, zxid: zxid, body: body, err: err})
+	w.holding.Store(int32(len(w.held)))
+}
+
+// release answers the held replies that end within the first read bytes
+// of the stream, the bytes the reader has taken.
+func (w *wireTap) release(read int64) {
+	if w.holding.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.releaseLocked(read)
+}
+
+// releaseLocked is release with w.mu held.
+func (w *wireTap) releaseLocked(read int64) {
+	n := 0
+	for _, a := range w.held {
+		if a.end > read {
+			break
+		}
+		w.answer(a.xid, a.zxid, a.body, a.err)
+		n++
+	}
+	if n > 0 {
+		clear(w.held[:n])
+		w.held = w.held[n:]
+		w.holding.Store(int32(len(w.held)))
+	}
 }
 
 // wireReq is a request written on the connection and not yet answered.
@@ -281,15 +341,17 @@ func (w *wireTap) noteRead(p []byte) {
 			n := min(w.skip, len(p))
 			w.skip -= n
 			p = p[n:]
+			w.pos += int64(n)
 		case w.bodyWant > 0:
 			n := min(w.bodyWant, len(p))
 			w.body = append(w.body, p[:n]...)
 			w.bodyWant -= n
 			p = p[n:]
+			w.pos += int64(n)
 			if w.bodyWant == 0 && w.forDirect {
 				w.forDirect = false
 				w.mu.Lock()
-				w.answer(w.directXid, w.zxid, w.body, nil)
+				w.deliver(w.pos, w.directXid, w.zxid, w.body, nil)
 				w.mu.Unlock()
 				w.body = nil // handed over
 			} else if w.bodyWant == 0 {
@@ -299,6 +361,7 @@ func (w *wireTap) noteRead(p []byte) {
 			n := copy(w.hdr[w.hdrN:], p)
 			w.hdrN += n
 			p = p[n:]
+			w.pos += int64(n)
 			if w.hdrN == len(w.hdr) {
 				w.hdrN = 0
 				if !w.readFirst {
@@ -367,7 +430,7 @@ func (w *wireTap) frame() {
 	}
 	_, direct := w.direct[w.xid]
 	if direct && (errCode != 0 || rest == 0) {
-		w.answer(w.xid, w.zxid, nil, replyError(errCode))
+		w.deliver(w.pos+int64(rest), w.xid, w.zxid, nil, replyError(errCode))
 		direct = false // answered: the frame is skipped
 	}
 	w.mu.Unlock()
