@@ -27,13 +27,12 @@ import (
 // again. An acquire also looks at the watch once it would hold, and checks
 // again if it fired: its nodes keep the directory from being reaped, so
 // the directory checked is the one it holds in. go-zookeeper dispatches a
-// watch event before it reads on, so a reply read after the event was
-// dispatched finds it; a direct reply (direct.go) read from the socket in
-// the same read as the event can reach the acquire first, and that one
-// acquire then holds in the directory made again, unchecked (the next one
-// checks it, and a deletion of the holder's node is reported as a loss, as
-// ever). Only who can change the directory's ACL could open it without a
-// watch firing: ADMIN on it, which the check also refuses to others.
+// watch event before it reads on, and every reply, a direct one too (the
+// wire tap holds it until go-zookeeper has read it, see wireTap.hold),
+// reaches its caller after the frames before it: an acquire whose create
+// landed in a directory made again finds the deletion's event by then.
+// Only who can change the directory's ACL could open it without a watch
+// firing: ADMIN on it, which the check also refuses to others.
 
 // ErrDirectoryACL is wrapped, with [ErrNotAcquired], by the error of an
 // acquire that refused its lock directory because the directory's ACL
