@@ -42,7 +42,12 @@ replays() {
 first() {
 	(cd "$scratch/wt" && $GO test -count=1 -v -run '^TestSimulate$' ./recipe/ -args -sim.seed="$1" -sim.schedules="$SCHEDULES" 2>&1 |
 		grep -a -o -E 'sim\.seed=[0-9]+ -sim\.schedules=1|[0-9]+ schedules in [^:]*' |
-		awk -v s="$1" '/schedules in/ { n = $1; next } { sub("sim.seed=", ""); f = f " " ($1 - s + 1) } END { print (f == "" ? "none in " n : "schedules" f " of " n " run") }')
+		awk -v s="$1" '/schedules in/ { n = $1; next } { sub("sim.seed=", ""); print $1 - s + 1 | "sort -n > /dev/stderr" } END { close("sort -n > /dev/stderr"); print n }' 2>"$scratch/failed" |
+		{
+			read -r n
+			f=$(tr '\n' ' ' <"$scratch/failed")
+			if [[ -n $f ]]; then echo "schedules ${f}of ${n:-?} run"; else echo "none of ${n:-?} run"; fi
+		})
 }
 
 for p in $PLANTS; do
