@@ -219,6 +219,33 @@ type reply struct {
 // apply applies one request. Under World.mu.
 func (w *World) apply(l *link, hdr jute.RequestHeader, r *jute.Reader) reply {
 	switch hdr.Op {
+	case jute.OpPing, jute.OpClose, jute.OpSetAuth, jute.OpSetWatches:
+		return w.sessionOp(l, hdr.Op, r)
+	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
+		var req jute.PathWatch
+		if !parse(r, req.Read) {
+			return reply{bad: true}
+		}
+		return w.read(l, hdr.Op, req)
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpCheck, jute.OpMulti:
+		return w.write(l, hdr.Op, r)
+	}
+	w.violation(l, "request (xid %d) with unknown op %d", hdr.Xid, hdr.Op)
+	return reply{zxid: w.zxid, err: errUnimplemented}
+}
+
+// parse reads a request's body with read and reports whether it was one
+// whole record.
+func parse(r *jute.Reader, read func(*jute.Reader)) bool {
+	read(r)
+	return r.End() == nil
+}
+
+// sessionOp applies a ping, a close, credentials or the watches of a
+// reconnected client.
+func (w *World) sessionOp(l *link, op int32, r *jute.Reader) reply {
+	switch op {
 	case jute.OpPing:
 		return reply{zxid: w.zxid}
 	case jute.OpClose:
@@ -226,7 +253,7 @@ func (w *World) apply(l *link, hdr jute.RequestHeader, r *jute.Reader) reply {
 		return reply{zxid: w.zxid, closeAfter: true}
 	case jute.OpSetAuth:
 		var req jute.SetAuthRequest
-		if req.Read(r); r.End() != nil {
+		if !parse(r, req.Read) {
 			return reply{bad: true}
 		}
 		// ZooKeeper answers credentials with zxid 0; a scheme it does
@@ -236,50 +263,36 @@ func (w *World) apply(l *link, hdr jute.RequestHeader, r *jute.Reader) reply {
 			return reply{}
 		}
 		return reply{err: code(zk.ErrAuthFailed), closeAfter: true}
-	case jute.OpSetWatches:
-		var req jute.SetWatchesRequest
-		if req.Read(r); r.End() != nil {
-			return reply{bad: true}
-		}
-		w.setWatches(l, &req)
-		return reply{zxid: w.zxid}
+	}
+	var req jute.SetWatchesRequest
+	if !parse(r, req.Read) {
+		return reply{bad: true}
+	}
+	w.setWatches(l, &req)
+	return reply{zxid: w.zxid}
+}
+
+// write applies a create, delete, setData, check or multi.
+func (w *World) write(l *link, op int32, r *jute.Reader) reply {
+	switch op {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
 		var req jute.CreateRequest
-		if req.Read(r); r.End() != nil {
+		req.Read(r)
+		if op == jute.OpCreateTTL {
+			r.Int64() // the TTL: TTL nodes are refused
+		}
+		if r.End() != nil {
 			return reply{bad: true}
 		}
-		if hdr.Op == jute.OpCreateTTL {
-			r.Int64() // the TTL: TTL nodes are refused below
-		}
-		return w.create(l, hdr.Op, &req)
-	case jute.OpDelete:
-		var req jute.PathVersion
-		if req.Read(r); r.End() != nil {
-			return reply{bad: true}
-		}
-		t := w.begin()
-		return t.end(nil, t.del(req.Path, req.Version))
+		return w.create(l, op, &req)
 	case jute.OpSetData:
 		var req jute.SetDataRequest
-		if req.Read(r); r.End() != nil {
+		if !parse(r, req.Read) {
 			return reply{bad: true}
 		}
 		t := w.begin()
 		st, err := t.set(req.Path, req.Data, req.Version)
 		return t.end(stat(st).Append, err)
-	case jute.OpCheck:
-		var req jute.PathVersion
-		if req.Read(r); r.End() != nil {
-			return reply{bad: true}
-		}
-		t := w.begin()
-		return t.end(nil, t.check(req.Path, req.Version))
-	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
-		var req jute.PathWatch
-		if req.Read(r); r.End() != nil {
-			return reply{bad: true}
-		}
-		return w.read(l, hdr.Op, req)
 	case jute.OpMulti:
 		ops := r.ReadMulti()
 		if r.End() != nil {
@@ -287,8 +300,15 @@ func (w *World) apply(l *link, hdr jute.RequestHeader, r *jute.Reader) reply {
 		}
 		return w.multi(l, ops)
 	}
-	w.violation(l, "request (xid %d) with unknown op %d", hdr.Xid, hdr.Op)
-	return reply{zxid: w.zxid, err: errUnimplemented}
+	var req jute.PathVersion
+	if !parse(r, req.Read) {
+		return reply{bad: true}
+	}
+	t := w.begin()
+	if op == jute.OpCheck {
+		return t.end(nil, t.check(req.Path, req.Version))
+	}
+	return t.end(nil, t.del(req.Path, req.Version))
 }
 
 // violation notes a request no correct client sends. Under World.mu.
@@ -466,6 +486,21 @@ func (w *World) setWatches(l *link, req *jute.SetWatchesRequest) {
 	}
 }
 
+// failedResults makes the results of a multi whose operation failed
+// (with code) answer as ZooKeeper's do: an error result for each, 0
+// before it, its code, then runtime inconsistency.
+func failedResults(res []jute.MultiResult, failed int, code int32) {
+	for i := range res {
+		res[i] = jute.MultiResult{Op: jute.OpError}
+		switch {
+		case i == failed:
+			res[i].Err = code
+		case i > failed:
+			res[i].Err = errRuntimeInconsistency
+		}
+	}
+}
+
 // multi applies the operations of a multi in one transaction: all or
 // none. A failed multi is answered with an error result for every
 // operation (0 before the one that failed, its code, then runtime
@@ -519,15 +554,7 @@ func (w *World) multi(l *link, ops []jute.MultiOp) reply {
 	}
 	if failed >= 0 {
 		t.rollback()
-		for i := range res {
-			res[i] = jute.MultiResult{Op: jute.OpError}
-			switch {
-			case i == failed:
-				res[i].Err = ferr
-			case i > failed:
-				res[i].Err = errRuntimeInconsistency
-			}
-		}
+		failedResults(res, failed, ferr)
 		return reply{zxid: t.zxid, body: func(b []byte) []byte { return jute.AppendMultiResults(b, res) }}
 	}
 	t.commit()
