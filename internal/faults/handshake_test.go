@@ -23,12 +23,12 @@ import (
 // drops the client's connection and sends the next ones to a listener
 // that accepts and never answers (the starting server); once the client
 // has sent its connect request there, the proxy sends new connections to
-// the server again, and the fault is over. go-zookeeper waits ten receive
-// timeouts (6.7 session timeouts: 13s for 2s sessions) for the answer to
-// its connect request before it dials again, and the lock is taken only
-// then, long past B, after the session has expired. The liveness grid
-// meets the same stall after a server restart, when a reconnect lands in
-// the server's start-up.
+// the server again, and the fault is over. go-zookeeper alone waits ten
+// receive timeouts (6.7 session timeouts: 13s for 2s sessions) for the
+// answer to its connect request before it dials again; the client bounds
+// that wait (recipe/conn.go, handshakeTimeout). The liveness grid met the
+// stall after a server restart, when a reconnect landed in the server's
+// start-up.
 func TestUnansweredHandshake(t *testing.T) {
 	srv := zktest.Shared(t)
 	const session = 2 * time.Second
