@@ -119,9 +119,13 @@ type simFault struct {
 //   - pieces: every frame, both ways, arrives in three pieces for 2s;
 //   - expire-cut: the session expires while the client is cut off (1.5
 //     sessions), so the client learns of it only on reconnecting;
-//   - restart: the server is down for Dur and comes back with its state.
+//   - restart: the server is down for Dur and comes back with its state;
+//   - lag: the two servers other than the client's are a second behind
+//     for Dur, and the client's connections are reset: its reconnect
+//     lands on them first, behind its last zxid, and is refused, until it
+//     comes back to its own.
 var simFaultKinds = []string{"lose-reply", "drop-request", "drop", "partition", "expire", "slow", "pause",
-	"partition-up", "partition-down", "pieces", "expire-cut", "restart"}
+	"partition-up", "partition-down", "pieces", "expire-cut", "restart", "lag"}
 
 // simWindow is how long slow and pieces last.
 const simWindow = 2 * time.Second
@@ -154,7 +158,7 @@ func drawFaults(rng *rand.Rand, cfg simConfig, span time.Duration) []simFault {
 	for i := range out {
 		f := simFault{At: time.Duration(rng.Int64N(int64(span))), Client: rng.IntN(cfg.clients), Kind: kinds[rng.IntN(len(kinds))]}
 		switch f.Kind {
-		case "partition", "pause", "partition-up", "partition-down", "restart":
+		case "partition", "pause", "partition-up", "partition-down", "restart", "lag":
 			// shorter and longer than the loss timeout and the session
 			f.Dur = []time.Duration{cfg.session / 4, cfg.session * 3 / 4, cfg.session + cfg.session/2}[rng.IntN(3)]
 		case "slow":
@@ -188,8 +192,10 @@ type simClient struct {
 	pause chan time.Duration // a pause of the process, for its holder
 }
 
-// simServer is the address the clients dial; nothing resolves it.
-const simServer = "simzk:2181"
+// simServers are the addresses of the ensemble the clients dial; nothing
+// resolves them. The model serves them all from one tree (see
+// simzk.World.Lag for how one may lag).
+var simServers = []string{"simzk1:2181", "simzk2:2181", "simzk3:2181"}
 
 // simBufferSize sizes go-zookeeper's buffers in the simulation: the
 // largest frame a schedule sees is a listing of a few dozen nodes.
@@ -206,7 +212,7 @@ func (r *simRun) newSimClient(id int) (*simClient, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	hooks := &testHooks{bufferSize: simBufferSize, rand: newLockedRand(r.seed<<8 | uint64(id))}
-	c, err := connect(ctx, []string{simServer}, hooks, opts)
+	c, err := connect(ctx, simServers, hooks, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -432,8 +438,22 @@ func (r *simRun) inject(clients []*simClient) {
 			cl.host.Pieces(3, simWindow)
 		case "restart":
 			r.world.Restart(f.Dur)
+		case "lag":
+			r.lag(cl, f.Dur)
 		}
 	}
+}
+
+// lag makes the servers other than the client's lag a second behind for
+// d, and resets the client's connections: its reconnect tries them first.
+func (r *simRun) lag(cl *simClient, d time.Duration) {
+	cur := cl.host.Address()
+	for _, s := range simServers {
+		if s != cur {
+			r.world.Lag(s, time.Second, d)
+		}
+	}
+	cl.host.Drop()
 }
 
 // expire makes the server expire the client's session now: its holds, and
@@ -625,6 +645,9 @@ func (r *simRun) run() {
 	r.checkRegister()
 	for _, v := range r.world.Violations() {
 		r.fail("protocol: %s", v)
+	}
+	if n := r.world.LagRefusals(); n > 0 {
+		r.logf("server: %d reconnects refused by lagging followers", n)
 	}
 }
 

@@ -6,8 +6,8 @@
 // or with the recipe client's own provider. Network and server are
 // simulated; the client is not.
 //
-// A World is the server: the tree, the zxid counter, the sessions, and
-// one goroutine per connection that reads the connection's requests in
+// A World is the server (every address a client dials reaches it): the
+// tree, the zxid counter, the sessions, and one goroutine per connection that reads the connection's requests in
 // order, applies each and writes its reply. A Host is a client's machine
 // and its link to the server. Connections are built on channels and
 // timers only, so every goroutine waiting on one is durably blocked in a
@@ -42,6 +42,9 @@
 //   - World.Restart: the server is down for a time with its state kept:
 //     every connection is reset, dials are refused, and the sessions get
 //     their whole timeout again once it is back.
+//   - World.Lag: the server at an address is a follower behind the
+//     others for a time: a client that reconnects to it having seen a
+//     later zxid is refused, and must find another server.
 //
 // # What is modelled
 //
@@ -100,10 +103,11 @@
 //   - Quotas, TTL nodes, sync, reconfig, the read-only mode, observers,
 //     persistent and recursive watches (3.6's addWatch), removeWatches,
 //     getEphemerals, getAllChildrenNumber.
-//   - A multi-server ensemble: one server that never loses what it
-//     acknowledged; no leader election, no lagging follower serving stale
-//     reads or a reconnect that lands behind the client's last zxid, no
-//     session moving between servers.
+//   - Most of an ensemble: every address is served from one tree that
+//     never loses what it acknowledged. A lagging follower only refuses
+//     the reconnects of clients that have seen more than it applied; it
+//     serves no stale read, and there is no leader election, no loss of
+//     quorum, and no server that holds a session the others do not know.
 //   - Session timeout negotiation (the server grants what the client
 //     asks) and the rounding of expiry to ZooKeeper's ticks.
 //   - Sizes: jute.maxbuffer is checked on the frames the server reads,

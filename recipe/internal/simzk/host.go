@@ -24,7 +24,15 @@ type Host struct {
 	dieBefore  []int32           // ops: the connection dies as the next request of one arrives
 	dials      int
 	dialsFails int
-	session    int64 // of the host's last connection with a session
+	session    int64  // of the host's last connection with a session
+	address    string // dialled last
+}
+
+// Address returns the server address the host dialled last.
+func (h *Host) Address() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.address
 }
 
 // Session returns the session of the host's last connection that had
@@ -70,6 +78,7 @@ func (h *Host) Dial(network, address string, timeout time.Duration) (net.Conn, e
 	h.mu.Lock()
 	h.conns[client] = struct{}{}
 	h.dials++
+	h.address = address
 	h.mu.Unlock()
 	h.up.add(c2s)
 	h.down.add(s2c)
@@ -80,7 +89,7 @@ func (h *Host) Dial(network, address string, timeout time.Duration) (net.Conn, e
 		h.up.remove(c2s)
 		h.down.remove(s2c)
 	}
-	if !h.w.accept(server, h) {
+	if !h.w.accept(server, h, address) {
 		client.Close()
 		h.mu.Lock()
 		h.dialsFails++

@@ -743,7 +743,7 @@ func TestWatchesSurviveReconnect(t *testing.T) {
 // awaitSession waits until c's last session event is StateHasSession.
 func awaitSession(c *zk.Conn, r *recorder) {
 	for {
-		if got := states(r); got[len(got)-1] == zk.StateHasSession && c.State() == zk.StateHasSession {
+		if got := states(r); len(got) > 0 && got[len(got)-1] == zk.StateHasSession && c.State() == zk.StateHasSession {
 			return
 		}
 		time.Sleep(time.Millisecond)

@@ -60,7 +60,7 @@ func (l *link) push(typ zk.EventType, path string) {
 
 // accept takes a new connection from host h and serves it; false when
 // the server is down or closed.
-func (w *World) accept(e *end, h *Host) bool {
+func (w *World) accept(e *end, h *Host, server string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.down {
@@ -68,13 +68,13 @@ func (w *World) accept(e *end, h *Host) bool {
 	}
 	w.ends[e] = struct{}{}
 	w.wg.Add(1)
-	go w.serve(e, h)
+	go w.serve(e, h, server)
 	return true
 }
 
 // serve serves one connection: its connect request, then its requests,
 // until either end closes it.
-func (w *World) serve(e *end, h *Host) {
+func (w *World) serve(e *end, h *Host, server string) {
 	defer w.wg.Done()
 	defer func() {
 		e.Close()
@@ -92,7 +92,7 @@ func (w *World) serve(e *end, h *Host) {
 		return
 	}
 	w.mu.Lock()
-	l := w.connect(e, h, &req)
+	l := w.connect(e, h, server, &req)
 	w.mu.Unlock()
 	if l == nil {
 		return
@@ -136,11 +136,13 @@ const passwdLen = 16
 // for, or, for one that has ended or a wrong password, a response with
 // session id 0, after which the server closes the connection (as
 // ZooKeeper does, and as go-zookeeper, which abandons the connection,
-// needs). A client that has seen a later zxid than the server's is
-// refused without a response. It returns the link of a session. Under
+// needs). A client that has seen a later zxid than the server has applied
+// (a lagging follower's, see Lag) is refused without a response, and goes
+// on to another server. It returns the link of a session. Under
 // World.mu.
-func (w *World) connect(e *end, h *Host, req *jute.ConnectRequest) *link {
-	if req.LastZxidSeen > w.zxid {
+func (w *World) connect(e *end, h *Host, server string, req *jute.ConnectRequest) *link {
+	if req.LastZxidSeen > w.appliedBy(server) {
+		w.lagRefusals++
 		return nil
 	}
 	var s *session

@@ -180,3 +180,32 @@ func TestRequestAfterSessionMoved(t *testing.T) {
 		}
 	})
 }
+
+func TestLaggingFollowerRefusesReconnect(t *testing.T) {
+	sim(t, func(t *testing.T, w *simzk.World) {
+		h := w.NewHost("client")
+		r := &recorder{}
+		c, _, err := zk.Connect([]string{"s1:2181", "s2:2181"}, timeout,
+			zk.WithDialer(h.Dial), zk.WithHostProvider(&simzk.HostProvider{}),
+			zk.WithEventCallback(r.add), zk.WithLogger(nopLogger{}), zk.WithLogInfo(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		awaitSession(c, r)
+		if h.Address() != "s1:2181" {
+			t.Fatalf("connected to %s", h.Address())
+		}
+		sid := c.SessionID()
+		time.Sleep(time.Second)
+		must(c.Create("/n", nil, 0, acl))
+		w.Lag("s2:2181", 500*time.Millisecond, time.Minute) // it has not applied the create
+		h.Drop()
+		time.Sleep(5 * time.Second)
+		awaitSession(c, r)
+		opened, _ := h.Dials()
+		if c.SessionID() != sid || h.Address() != "s1:2181" || opened != 3 {
+			t.Errorf("session %#x on %s after %d connections; want %#x on s1 after 3 (s1, s2 refusing, s1)", c.SessionID(), h.Address(), opened, sid)
+		}
+	})
+}

@@ -26,10 +26,13 @@ type World struct {
 	dataW  map[string]map[*link]struct{}
 	childW map[string]map[*link]struct{}
 
-	ends       map[*end]struct{} // the server ends of the open connections
-	violations []string          // requests that break the protocol (Violations)
-	down       bool              // the server is down (Restart): dials are refused
-	upSince    time.Time         // when it came up last: no session expires sooner than its timeout after
+	ends        map[*end]struct{} // the server ends of the open connections
+	violations  []string          // requests that break the protocol (Violations)
+	lags        map[string]lag    // followers that lag, by address (Lag)
+	lagRefusals int               // connects refused for having seen too much
+	history     []zxidAt          // when the zxids of the last maxLag were taken
+	down        bool              // the server is down (Restart): dials are refused
+	upSince     time.Time         // when it came up last: no session expires sooner than its timeout after
 
 	closed bool
 	done   chan struct{} // closed by Close
@@ -284,6 +287,7 @@ func (w *World) clock() {
 // newSession starts a session (a createSession transaction). Under mu.
 func (w *World) newSession(timeout time.Duration) *session {
 	w.zxid++
+	w.noteZxid()
 	w.nextSess++
 	s := &session{
 		id:         w.nextSess,
@@ -348,8 +352,32 @@ type trigger struct {
 // it succeeds or not, as ZooKeeper logs failed writes too.
 func (w *World) begin() *txn {
 	w.zxid++
+	w.noteZxid()
 	return &txn{w: w, zxid: w.zxid, now: time.Now().UnixMilli()}
 }
+
+// noteZxid notes when the last zxid was taken, for Lag. Under mu.
+func (w *World) noteZxid() {
+	now := time.Now()
+	if len(w.history) > 0 && now.Sub(w.history[0].at) > maxLag {
+		// Keep what a lag of maxLag needs.
+		i := 0
+		for i < len(w.history)-1 && now.Sub(w.history[i+1].at) > maxLag {
+			i++
+		}
+		w.history = append(w.history[:0], w.history[i:]...)
+	}
+	w.history = append(w.history, zxidAt{w.zxid, now})
+}
+
+// zxidAt is a zxid and when it was taken.
+type zxidAt struct {
+	zxid int64
+	at   time.Time
+}
+
+// maxLag bounds how far behind a lagging follower is.
+const maxLag = 10 * time.Second
 
 func (t *txn) rollback() {
 	for i := len(t.undo) - 1; i >= 0; i-- {
@@ -687,4 +715,51 @@ func (w *World) CreateNode(path string, data []byte) error {
 	}
 	t.commit()
 	return nil
+}
+
+// lag is a follower that has stopped applying transactions for a while.
+type lag struct {
+	zxid  int64     // the last it applied
+	until time.Time // when it has caught up
+}
+
+// Lag makes the server at address a follower that is behind by behind
+// (at most maxLag): for d it has applied only the transactions taken
+// before then, as a follower with a slow disk or a long pause has. A client
+// that reconnects to it having seen a later zxid is refused (the server
+// closes the connection without a response, as ZooKeeper does) and goes
+// on to another server of its list. The model keeps one tree: a lagging
+// follower serves no stale read, it only refuses such reconnects.
+func (w *World) Lag(address string, behind, d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.lags == nil {
+		w.lags = make(map[string]lag)
+	}
+	applied := int64(0)
+	cut := time.Now().Add(-min(behind, maxLag))
+	for _, h := range w.history {
+		if h.at.After(cut) {
+			break
+		}
+		applied = h.zxid
+	}
+	w.lags[address] = lag{zxid: applied, until: time.Now().Add(d)}
+}
+
+// LagRefusals returns how many connect requests the servers refused for
+// having seen a zxid the server had not applied.
+func (w *World) LagRefusals() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lagRefusals
+}
+
+// appliedBy returns the last zxid the server at address has applied.
+// Under mu.
+func (w *World) appliedBy(address string) int64 {
+	if l, ok := w.lags[address]; ok && time.Now().Before(l.until) {
+		return l.zxid
+	}
+	return w.zxid
 }
