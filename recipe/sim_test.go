@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -59,6 +60,9 @@ type simConfig struct {
 	cycles   int
 	session  time.Duration
 	tolerant bool
+	// servers is the number of addresses the clients dial (all of
+	// simServers when 0).
+	servers int
 	// handles is the number of goroutines that share each client, each
 	// with its own handles on the lock (1 when 0), so that go-zookeeper's
 	// frames and direct requests meet on one connection.
@@ -201,6 +205,14 @@ var simServers = []string{"simzk1:2181", "simzk2:2181", "simzk3:2181"}
 // largest frame a schedule sees is a listing of a few dozen nodes.
 const simBufferSize = 16 << 10
 
+// servers returns the addresses the schedule's clients dial.
+func (r *simRun) servers() []string {
+	if n := r.cfg.servers; n > 0 && n < len(simServers) {
+		return simServers[:n]
+	}
+	return simServers
+}
+
 // newSimClient connects a client to the world, as Connect does for users,
 // with the schedule's seed for its node ids and small buffers.
 func (r *simRun) newSimClient(id int) (*simClient, error) {
@@ -212,7 +224,7 @@ func (r *simRun) newSimClient(id int) (*simClient, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	hooks := &testHooks{bufferSize: simBufferSize, rand: newLockedRand(r.seed<<8 | uint64(id))}
-	c, err := connect(ctx, simServers, hooks, opts)
+	c, err := connect(ctx, r.servers(), hooks, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -448,7 +460,7 @@ func (r *simRun) inject(clients []*simClient) {
 // d, and resets the client's connections: its reconnect tries them first.
 func (r *simRun) lag(cl *simClient, d time.Duration) {
 	cur := cl.host.Address()
-	for _, s := range simServers {
+	for _, s := range r.servers() {
 		if s != cur {
 			r.world.Lag(s, time.Second, d)
 		}
@@ -664,8 +676,8 @@ func runSchedule(t *testing.T, seed uint64) (fails, trace []string) {
 func runScripted(t *testing.T, seed uint64, cfg simConfig, faults []simFault) (fails, trace []string) {
 	r := &simRun{seed: seed, cfg: cfg, faults: faults}
 	synctest.Test(t, func(t *testing.T) { r.run() })
-	head := fmt.Sprintf("seed %d: %s, %d clients (%d goroutines each) x %d cycles, session %v, tolerant %v; faults %v",
-		seed, cfg.kind, cfg.clients, max(cfg.handles, 1), cfg.cycles, cfg.session, cfg.tolerant, r.faults)
+	head := fmt.Sprintf("seed %d: %s, %d clients (%d goroutines each) x %d cycles, session %v, tolerant %v, %d servers; faults %v",
+		seed, cfg.kind, cfg.clients, max(cfg.handles, 1), cfg.cycles, cfg.session, cfg.tolerant, cmp.Or(cfg.servers, len(simServers)), r.faults)
 	return r.fails, append([]string{head}, r.trace...)
 }
 
@@ -732,11 +744,12 @@ var simCases = []struct {
 	// replays in 20 with its bug and passes without it.
 	{
 		// Two sessions expire while their clients are cut off, so each
-		// learns of it on reconnecting: a connection go-zookeeper leaves
-		// after an expired connect response must fail the direct requests
-		// on it (plant expiry-orphan: a free lock is never taken again).
+		// learns of it on reconnecting, to the one server: a connection
+		// go-zookeeper leaves after an expired connect response must fail
+		// the direct requests on it (plant expiry-orphan: a free lock is
+		// never taken again).
 		"expiry learned on reconnect, on two clients", 7,
-		simConfig{kind: "semaphore", clients: 3, cycles: 6, session: 2 * time.Second},
+		simConfig{kind: "semaphore", clients: 3, cycles: 6, session: 2 * time.Second, servers: 1},
 		[]simFault{{At: 200 * time.Millisecond, Client: 0, Kind: "expire-cut"},
 			{At: 300 * time.Millisecond, Client: 1, Kind: "expire-cut"}},
 	},
