@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/retry"
@@ -36,6 +37,7 @@ func (h *hostProvider) Init(servers []string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.servers = append([]string(nil), servers...)
+	slices.Sort(h.servers) // go-zookeeper has shuffled them: only our shuffle decides
 	h.c.shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
 	h.pace = h.c.Backoff()
 	return nil

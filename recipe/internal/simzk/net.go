@@ -92,34 +92,11 @@ const pieceGap = 100 * time.Microsecond
 // until closed is closed.
 func (h *half) read(p []byte, deadline func() time.Time, closed <-chan struct{}) (int, error) {
 	for {
-		h.mu.Lock()
 		now := time.Now()
-		switch {
-		case h.reset:
-			h.mu.Unlock()
-			return 0, errReset
-		case len(h.segs) > 0 && !h.segs[0].due.After(now):
-			n := 0
-			for len(h.segs) > 0 && n < len(p) && !h.segs[0].due.After(now) {
-				c := copy(p[n:], h.segs[0].b)
-				n += c
-				if c == len(h.segs[0].b) {
-					h.segs = h.segs[1:]
-				} else {
-					h.segs[0].b = h.segs[0].b[c:]
-				}
-			}
-			h.mu.Unlock()
-			return n, nil
-		case len(h.segs) == 0 && h.eof:
-			h.mu.Unlock()
-			return 0, io.EOF
+		n, next, err := h.take(p, now)
+		if n > 0 || err != nil {
+			return n, err
 		}
-		var next time.Time
-		if len(h.segs) > 0 {
-			next = h.segs[0].due
-		}
-		h.mu.Unlock()
 		dl := deadline()
 		if !dl.IsZero() && !dl.After(now) {
 			return 0, os.ErrDeadlineExceeded
@@ -128,21 +105,56 @@ func (h *half) read(p []byte, deadline func() time.Time, closed <-chan struct{})
 			next = dl
 		}
 		var tc <-chan time.Time
+		var t *time.Timer
 		if !next.IsZero() {
-			t := time.NewTimer(next.Sub(now))
-			defer t.Stop()
+			t = time.NewTimer(next.Sub(now))
 			tc = t.C
 		}
 		select {
 		case <-h.wake:
 		case <-tc:
 		case <-closed:
-			return 0, net.ErrClosed
+			err = net.ErrClosed
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return 0, err
 		}
 	}
 }
 
-// delay moves the segments not yet due to no earlier than t: a partition
+// take copies into p what is due by now; with nothing due, it returns the
+// end of the stream or the connection's reset, or else when the next bytes
+// are due (zero: none in flight).
+func (h *half) take(p []byte, now time.Time) (n int, next time.Time, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.reset {
+		return 0, next, errReset
+	}
+	for len(h.segs) > 0 && n < len(p) && !h.segs[0].due.After(now) {
+		c := copy(p[n:], h.segs[0].b)
+		n += c
+		if c == len(h.segs[0].b) {
+			h.segs = h.segs[1:]
+		} else {
+			h.segs[0].b = h.segs[0].b[c:]
+		}
+	}
+	switch {
+	case n > 0:
+		return n, next, nil
+	case len(h.segs) > 0:
+		return 0, h.segs[0].due, nil
+	case h.eof:
+		return 0, next, io.EOF
+	}
+	return 0, next, nil
+}
+
+// holdUntil moves the segments not yet due to no earlier than t: a partition
 // beginning holds up what is still in flight.
 func (h *half) holdUntil(t time.Time) {
 	h.mu.Lock()
@@ -157,13 +169,13 @@ func (h *half) holdUntil(t time.Time) {
 
 // end is one end of a connection: a net.Conn.
 type end struct {
-	in, out       *half
+	in, out       *half // what the end reads, what it writes
 	local, remote addr
 	closeOnce     sync.Once
-	closed        chan struct{}
+	closed        chan struct{} // closed by Close
 	dmu           sync.Mutex
-	rdl, wdl      time.Time
-	onClose       func()
+	rdl, wdl      time.Time // the read and write deadlines, under dmu
+	onClose       func()    // the host's bookkeeping, for a client end
 }
 
 var _ net.Conn = (*end)(nil)
