@@ -38,6 +38,7 @@ type Client struct {
 	dialErr       atomic.Pointer[error]       // error of the last failed dial
 	dials         atomic.Int64                // connections opened
 	liveConn      atomic.Pointer[trackedConn] // the connection dialled last: direct requests go on it
+	hosts         *hostProvider               // the servers go-zookeeper dials, and its pace
 	directOff     atomic.Bool                 // no direct requests: by option, or since the wire broke an assumption
 	creds         atomic.Int32                // credentials go-zookeeper sends again on each connection (wireTap.creds)
 	splitWrites   atomic.Bool                 // tests: go-zookeeper's frames go out in two writes (trackedConn.Write)
@@ -79,6 +80,7 @@ func connect(ctx context.Context, servers []string, hooks *testHooks, opts []Opt
 	c := newClient(cfg)
 	c.hooks = hooks
 	c.startDirect()
+	c.hosts = &hostProvider{c: c}
 	live := &liveZK{c: c, start: time.Now()}
 	c.zk = live
 	dial := cfg.dialer
@@ -86,7 +88,7 @@ func connect(ctx context.Context, servers []string, hooks *testHooks, opts []Opt
 		dial = net.DialTimeout
 	}
 	conn, _, err := zk.Connect(servers, cfg.sessionTimeout, withHooks(hooks,
-		zk.WithHostProvider(&hostProvider{c: c}),
+		zk.WithHostProvider(c.hosts),
 		zk.WithDialer(c.wrapDialer(dial)),
 		zk.WithEventCallback(live.onEvent),
 		zk.WithLogger(zkLogger{c.log, c}),

@@ -181,6 +181,9 @@ func (t *trackedConn) connectResponse(length int, timeoutMs int32, session int64
 	t.connectEnd = 4 + int64(length) // the first frame on the connection
 	if session == 0 {
 		t.abandonAt = t.connectEnd
+		if t.c.hosts != nil {
+			t.c.hosts.answered() // the server is up: dial it again at once
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"context"
 	"slices"
 	"sync"
 
@@ -15,6 +16,14 @@ import (
 // at once, and paces every further round on the client's retry policy (at
 // least minBackgroundWait apart), so a blip costs a round trip and a
 // server that is really down is not hammered.
+//
+// A round is not paced after a server answered a connect request, even
+// with "session expired": the next dial opens a new session at once. And no
+// pause is longer than a third of the session timeout, so that a client
+// whose server restarts is back before the restarted server expires its
+// session (a pause of the retry policy's, up to 2s by default, could be the
+// whole of a short session), and takes its lock again within the bound of
+// docs/failure-model.md.
 //
 // It never reports a finished round to go-zookeeper (which would sleep its
 // second and fail queued requests with ErrNoServer): requests wait for the
@@ -58,7 +67,10 @@ func (h *hostProvider) Next() (server string, retryStart bool) {
 		h.tried = 0
 		pace := h.pace
 		h.mu.Unlock()
-		closing := !pace.Pause(h.c.lifetime)
+		ctx, cancel := context.WithTimeout(h.c.lifetime, max(h.c.SessionTimeout()/3, minBackgroundWait))
+		pace.Pause(ctx)
+		cancel()
+		closing := h.c.lifetime.Err() != nil
 		h.mu.Lock()
 		if closing {
 			defer h.mu.Unlock()
@@ -74,7 +86,12 @@ func (h *hostProvider) Next() (server string, retryStart bool) {
 
 // Connected implements zk.HostProvider: the next loss starts with an
 // immediate round again.
-func (h *hostProvider) Connected() {
+func (h *hostProvider) Connected() { h.answered() }
+
+// answered starts the schedule afresh once a server answered a connect
+// request, whatever it said (go-zookeeper calls Connected only for a live
+// session; the wire tap also calls this for "session expired").
+func (h *hostProvider) answered() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.tried = 0

@@ -14,7 +14,7 @@ var Ends = []*Fault{
 	{Key: "x", Name: "session expiry seen on reconnect", On: OnProxied, Duration: time.Minute, Inject: endExpiry},
 	{Key: "ps", Name: "partition < session", On: OnProxied, Duration: time.Minute, Inject: endShortPartition},
 	{Key: "pl", Name: "partition > session", On: OnProxied, Duration: time.Minute, Inject: endLongPartition},
-	{Key: "r", Name: "server restart", On: OnStandalone, Duration: time.Minute, Inject: endRestart, Excess: RestartExcess},
+	{Key: "r", Name: "server restart", On: OnStandalone, Duration: time.Minute, Inject: endRestart},
 	{Key: "l", Name: "ensemble leader lost", On: OnEnsemble, Duration: time.Minute, Inject: endLeaderLost},
 	{Key: "dr", Name: "connection dropped", On: OnProxied, Duration: time.Minute, Inject: endDrops},
 }

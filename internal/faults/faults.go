@@ -34,10 +34,6 @@ type Fault struct {
 	// Duration of one episode in the matrix: long enough for a few
 	// injections.
 	Duration time.Duration
-	// Excess, if set, is the fault's known excess over the liveness bound
-	// B for clients with the given session timeout, allowed on top of it
-	// (RestartExcess).
-	Excess func(session time.Duration) time.Duration
 	// Inject injects the fault repeatedly until ctx ends and returns how
 	// many times it did. It always finishes an injection it started
 	// (restarting what it stopped) before it returns.
@@ -144,10 +140,10 @@ var Faults = []*Fault{
 	{Key: "c", Name: "partition < session", On: OnProxied, Duration: 10 * time.Second, Inject: injectShortPartitions},
 	{Key: "d", Name: "partition > session", On: OnProxied, Duration: 12 * time.Second, Inject: injectLongPartitions},
 	{Key: "e", Name: "session expiry", On: OnProxied, Duration: 12 * time.Second, Inject: injectExpiry},
-	{Key: "f", Name: "server restart", On: OnStandalone, Duration: 14 * time.Second, Inject: injectRestart, Excess: RestartExcess},
+	{Key: "f", Name: "server restart", On: OnStandalone, Duration: 14 * time.Second, Inject: injectRestart},
 	{Key: "g1", Name: "ensemble: kill leader", On: OnEnsemble, Duration: 14 * time.Second, Inject: injectKillLeader},
 	{Key: "g2", Name: "ensemble: kill follower", On: OnEnsemble, Duration: 10 * time.Second, Inject: injectKillFollower},
-	{Key: "g3", Name: "ensemble: restart all", On: OnEnsemble, Duration: 16 * time.Second, Inject: injectRestartAll, Excess: RestartExcess},
+	{Key: "g3", Name: "ensemble: restart all", On: OnEnsemble, Duration: 16 * time.Second, Inject: injectRestartAll},
 }
 
 // TolerantFaults is the matrix's list of faults for clients that tolerate

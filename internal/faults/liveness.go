@@ -36,17 +36,6 @@ const DefaultMaxSleep = 2 * time.Second
 // sessions and retry.Default() it is 3s.
 func Bound(session, maxSleep time.Duration) time.Duration { return maxSleep + session/2 }
 
-// RestartExcess is the known excess over B after a server restart
-// (docs/failure-model.md, "Where B does not hold yet"): a reconnect into
-// the server's start-up waits up to 2T/3 for an answer, and the pause of
-// the dial rounds (up to DefaultMaxSleep) follows a connection the
-// starting server closed and again the answer that the session expired.
-// The checks of the restart faults allow it on top of B, so that they
-// still catch a client that is stuck, and report the waits beyond B.
-func RestartExcess(session time.Duration) time.Duration {
-	return DefaultMaxSleep + session*2/3
-}
-
 // HandoffAllowance is the time allowed, on top of B and of the holds
 // themselves, for each hold queued ahead of a worker: the release's round
 // trip and the next waiter's wake-up.
@@ -80,9 +69,6 @@ type Recovery struct {
 	// told, and then Err says why.
 	Over  time.Time
 	Bound time.Duration
-	// Excess is the fault's known excess over B (Fault.Excess), allowed
-	// on top of it.
-	Excess time.Duration
 	// Limit is when the wait for every worker's re-take ended.
 	Limit time.Time
 	Err   error
@@ -103,9 +89,6 @@ func RecoveryLimit(bound time.Duration, cfg Config) time.Duration {
 func (e *Env) awaitRecovery(ctx context.Context, f *Fault) Recovery {
 	tg := e.Target
 	rec := Recovery{Bound: tg.bound()}
-	if f.Excess != nil {
-		rec.Excess = f.Excess(tg.SessionTimeout)
-	}
 	over, err := OverAt(ctx, tg)
 	if err != nil {
 		rec.Err = err
@@ -113,7 +96,7 @@ func (e *Env) awaitRecovery(ctx context.Context, f *Fault) Recovery {
 	}
 	rec.Over = over
 	for _, c := range e.Cells {
-		lim := over.Add(RecoveryLimit(rec.Bound+rec.Excess, c.Config))
+		lim := over.Add(RecoveryLimit(rec.Bound, c.Config))
 		rec.Limit = later(rec.Limit, lim)
 		c.recoverUntil.Store(lim.UnixNano())
 		c.recovering.Store(true)
@@ -296,7 +279,7 @@ func (c *Cell) checkLiveness(rec Recovery, r *Result) {
 				w.ID, first.Sub(over).Round(time.Millisecond), beyond.Round(time.Millisecond),
 				strings.Join(w.trace.since(over.Add(-3*time.Second)), "\n      ")))
 		}
-		if allow := rec.Bound + rec.Excess + SchedulingAllowance + time.Duration(n)*HandoffAllowance + cyclePause; beyond > allow {
+		if allow := rec.Bound + SchedulingAllowance + time.Duration(n)*HandoffAllowance + cyclePause; beyond > allow {
 			r.Problems = append(r.Problems, fmt.Sprintf("liveness: worker %d granted again %v after the fault was over: %v beyond the %v of holds of %d holders ahead, past B %v + allowance %v",
 				w.ID, first.Sub(over).Round(time.Millisecond), beyond.Round(time.Millisecond), queued.Round(time.Millisecond), n, rec.Bound, allow-rec.Bound))
 		}
@@ -335,7 +318,7 @@ func (c *Cell) checkCall(cl call, ss []span, rec Recovery, stopAt time.Time, r *
 	queued, n := ahead(ss, cl.worker, from, to)
 	beyond := to.Sub(from) - queued
 	r.Beyond = max(r.Beyond, beyond)
-	allow := rec.Bound + rec.Excess + SchedulingAllowance + time.Duration(n)*HandoffAllowance
+	allow := rec.Bound + SchedulingAllowance + time.Duration(n)*HandoffAllowance
 	if beyond > allow {
 		r.Problems = append(r.Problems, fmt.Sprintf("liveness: worker %d %s %v after the fault was over (call began %v after it): %v beyond the %v of holds of %d holders ahead, past B %v + allowance %v",
 			cl.worker, what, to.Sub(rec.Over).Round(time.Millisecond), cl.start.Sub(rec.Over).Round(time.Millisecond),
