@@ -154,15 +154,7 @@ func runLivenessEpisode(t *testing.T, ts *targets, ep livenessEpisode, seed uint
 			if r.Cycles == 0 {
 				t.Errorf("no acquire succeeded")
 			}
-			for _, v := range r.Violations {
-				t.Errorf("safety: %s", v)
-			}
-			for _, l := range r.Leaked {
-				t.Errorf("leak: %s", l)
-			}
-			for _, p := range r.Problems {
-				t.Errorf("%s", p)
-			}
+			reportFindings(t, r)
 		})
 	}
 	return results

@@ -193,16 +193,23 @@ func runRow(t *testing.T, ts *targets, row matrixRow, seed, fi uint64) []faults.
 			if r.Guarded.Writes == 0 && r.Recipe != faults.LeaderRun.Name {
 				t.Errorf("the register received no guarded write")
 			}
-			for _, v := range r.Violations {
-				t.Errorf("safety: %s", v)
-			}
-			for _, l := range r.Leaked {
-				t.Errorf("leak: %s", l)
-			}
-			for _, p := range r.Problems {
-				t.Errorf("%s", p)
-			}
+			reportFindings(t, r)
 		})
 	}
 	return results
+}
+
+// reportFindings fails t with each of r's safety violations, leaked nodes
+// and problems.
+func reportFindings(t *testing.T, r faults.Result) {
+	t.Helper()
+	for _, v := range r.Violations {
+		t.Errorf("safety: %s", v)
+	}
+	for _, l := range r.Leaked {
+		t.Errorf("leak: %s", l)
+	}
+	for _, p := range r.Problems {
+		t.Errorf("%s", p)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -178,28 +177,7 @@ func (r *ProcRig) Raw() *zk.Conn { return r.raw }
 // spawn starts a holder of recipe on path.
 func (r *ProcRig) spawn(recipe, path string) *holderProc {
 	r.t.Helper()
-	if err := EnsureRegister(r.raw, path); err != nil {
-		r.t.Fatalf("%v", err)
-	}
-	p := &holderProc{id: len(r.procs), exited: make(chan struct{})}
-	p.cmd = exec.Command(r.bin, "-zk", r.addr, "-path", path, "-recipe", recipe, "-store", r.store.Addr(),
-		"-id", strconv.Itoa(p.id), "-session", ProcSession.String())
-	p.cmd.SysProcAttr = holderProcAttr()
-	p.cmd.Stderr = &p.stderr
-	stdin, err := p.cmd.StdinPipe()
-	if err != nil {
-		r.t.Fatalf("%v", err)
-	}
-	p.stdin = stdin
-	if err := p.cmd.Start(); err != nil {
-		r.t.Fatalf("%v", err)
-	}
-	r.procs = append(r.procs, p)
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	return p
+	return r.spawnAt(recipe, path, r.addr)
 }
 
 // stopAll ends every holder still running: continued if stopped, told to

@@ -3,6 +3,7 @@ package faults_test
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,14 +71,6 @@ func TestRollingRestart(t *testing.T) {
 		t.Errorf("%d holds told lost by clients that tolerate suspensions, want 0", lost["tolerant"])
 	}
 	for _, r := range results {
-		for _, v := range r.Violations {
-			t.Errorf("%s: safety: %s", r.Recipe, v)
-		}
-		for _, l := range r.Leaked {
-			t.Errorf("%s: leak: %s", r.Recipe, l)
-		}
-		for _, p := range r.Problems {
-			t.Errorf("%s: %s", r.Recipe, p)
-		}
+		t.Run(strings.NewReplacer(" ", "_", "[", "", "]", "", "+", "").Replace(r.Recipe), func(t *testing.T) { reportFindings(t, r) })
 	}
 }
