@@ -355,11 +355,22 @@ func (t *trackedConn) Write(p []byte) (int, error) {
 	return t.write(p)
 }
 
+//
+// A write that fails ends the connection (see fail) and is reported to
+// go-zookeeper as done: the read that then fails makes go-zookeeper fail
+// every request on the connection, once. Told of the error, go-zookeeper
+// v1.0.4 would answer the request with it and, once the connection is
+// down, answer it again with the others; its one-slot answer channel then
+// blocks its connection loop for good if the caller has not taken the
+// first answer yet, and the client never reconnects.
 func (t *trackedConn) write(p []byte) (int, error) {
 	t.wturn <- struct{}{}
 	defer func() { <-t.wturn }()
 	t.tap.noteWrite(p)
-	return t.Conn.Write(p)
+	if _, err := t.Conn.Write(p); err != nil {
+		t.fail()
+	}
+	return len(p), nil
 }
 
 // Close fails the direct requests waiting on the connection and closes it.

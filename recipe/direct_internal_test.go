@@ -558,3 +558,23 @@ func readFrame(t *testing.T, tc *trackedConn) {
 		t.Fatal(err)
 	}
 }
+
+// A write of go-zookeeper's that fails ends the connection and is reported
+// as done: told of the error, go-zookeeper v1.0.4 would answer the request
+// twice (once with it, once when it fails the connection's requests), and
+// its connection loop blocks on the second answer if the caller has not
+// taken the first.
+func TestWriteFailureEndsConnection(t *testing.T) {
+	wc := &writeFails{}
+	tc := &trackedConn{Conn: wc, tap: wireTap{wrote: true, readFirst: true, connected: true}, wturn: make(chan struct{}, 1)}
+	req := request(7, opGetData, jstr("/a"), []byte{0})
+	if n, err := tc.Write(req); n != len(req) || err != nil {
+		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(req))
+	}
+	if !wc.closed {
+		t.Fatal("the connection was not closed after its write failed")
+	}
+	if tc.tap.takesDirect() {
+		t.Fatal("a connection whose write failed takes direct requests")
+	}
+}
