@@ -22,7 +22,7 @@ import (
 // while go-zookeeper's requests run between them on the same connection.
 func TestDirectRequests(t *testing.T) {
 	srv := zktest.Shared(t)
-	c := locktest.Client(t, []string{srv.Addr()})
+	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithDirectRequests(true)) // whatever ZKRECIPES_DIRECT_REQUESTS says
 	raw := zktest.Connect(t, srv.Addr())
 	dir := zktest.UniquePath(t)
 	mkdir(t, raw, dir)
@@ -131,7 +131,7 @@ func TestDirectRequestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(6*time.Second))
+	c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(6*time.Second), recipe.WithDirectRequests(true))
 	dir := zktest.UniquePath(t)
 	mkdir(t, zktest.Connect(t, srv.Addr()), dir)
 	// list makes a direct listing.
@@ -182,7 +182,7 @@ func TestDirectRequestFaults(t *testing.T) {
 func TestDirectCreate(t *testing.T) {
 	srv := zktest.Shared(t)
 	acl := []zk.ACL{{Perms: zk.PermAll, Scheme: "world", ID: "anyone"}, {Perms: zk.PermRead, Scheme: "ip", ID: "127.0.0.1"}}
-	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithACL(acl...))
+	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithACL(acl...), recipe.WithDirectRequests(true))
 	raw := zktest.Connect(t, srv.Addr())
 	dir := zktest.UniquePath(t)
 	mkdir(t, raw, dir)
