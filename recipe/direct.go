@@ -355,8 +355,8 @@ func (t *trackedConn) Write(p []byte) (int, error) {
 	return t.write(p)
 }
 
-//
-// A write that fails ends the connection (see fail) and is reported to
+// write writes p, in turn with direct requests. A write that fails ends
+// the connection (see fail) and is reported to
 // go-zookeeper as done: the read that then fails makes go-zookeeper fail
 // every request on the connection, once. Told of the error, go-zookeeper
 // v1.0.4 would answer the request with it and, once the connection is
