@@ -238,17 +238,28 @@ func (r *Reader) String() string {
 	return string(r.take(int(n)))
 }
 
+// vectorLen reads a vector's length: ok is false for the null vector and
+// on an error, which is kept (a negative length other than -1, or more
+// elements than the bytes left hold at minSize bytes each).
+func (r *Reader) vectorLen(minSize int) (n int, ok bool) {
+	l := r.Int32()
+	switch {
+	case r.err != nil || l == -1:
+		return 0, false
+	case l < 0:
+		r.err = ErrLength
+		return 0, false
+	case int64(l)*int64(minSize) > int64(r.Len()):
+		r.err = ErrShort
+		return 0, false
+	}
+	return int(l), true
+}
+
 // Strings reads a vector of strings; the null vector is nil.
 func (r *Reader) Strings() []string {
-	n := r.Int32()
-	switch {
-	case r.err != nil || n == -1:
-		return nil
-	case n < 0:
-		r.err = ErrLength
-		return nil
-	case int64(n)*4 > int64(r.Len()):
-		r.err = ErrShort
+	n, ok := r.vectorLen(4)
+	if !ok {
 		return nil
 	}
 	ss := make([]string, n)

@@ -63,15 +63,8 @@ func AppendACL(b []byte, acl []ACL) []byte {
 
 // ReadACL reads a vector of ACL entries; the null vector is nil.
 func (r *Reader) ReadACL() []ACL {
-	n := r.Int32()
-	switch {
-	case r.err != nil || n == -1:
-		return nil
-	case n < 0:
-		r.err = ErrLength
-		return nil
-	case int64(n)*12 > int64(r.Len()):
-		r.err = ErrShort
+	n, ok := r.vectorLen(12)
+	if !ok {
 		return nil
 	}
 	acl := make([]ACL, n)
