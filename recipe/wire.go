@@ -306,12 +306,19 @@ func (w *wireTap) noteFrame(p []byte, direct bool) {
 		w.inflight = w.inflight[1:]
 	}
 	w.inflight = append(w.inflight, wireReq{xid: xid, op: op, at: t, direct: direct})
+	if isCreate(op) && !direct && w.written != nil {
+		w.written.wrote(p[12:])
+	}
+}
+
+// isCreate reports whether op is one of the creates whose reply carries
+// the new node's path.
+func isCreate(op int32) bool {
 	switch op {
 	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
-		if !direct && w.written != nil {
-			w.written.wrote(p[12:])
-		}
+		return true
 	}
+	return false
 }
 
 // breakLocked notes that the wire broke an assumption, the first time:
@@ -444,9 +451,8 @@ func (w *wireTap) frame() {
 		w.bodyWant = rest
 		return
 	}
-	isCreate := answered && !req.direct &&
-		(req.op == opCreate || req.op == opCreate2 || req.op == opCreateContainer || req.op == opCreateTTL)
-	if !isCreate || errCode != 0 || rest < 4 || rest > 4+maxWirePath {
+	create := answered && !req.direct && isCreate(req.op)
+	if !create || errCode != 0 || rest < 4 || rest > 4+maxWirePath {
 		w.skip = rest
 		return
 	}
