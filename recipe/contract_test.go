@@ -68,6 +68,10 @@ type recConn struct {
 	writing atomic.Int32
 	overlap atomic.Bool // two writes at once
 	closed  atomic.Bool
+	// With fail set, every read fails; readsAfter counts them (the first
+	// included).
+	fail       atomic.Bool
+	readsAfter atomic.Int32
 
 	wmu sync.Mutex // writes, go-zookeeper's and inject's, one at a time
 	mu  sync.Mutex
@@ -103,7 +107,14 @@ func (r *recConn) inject(p []byte) error {
 	return err
 }
 
+// errInjected is the error of a read that a test made fail.
+var errInjected = errors.New("read failed on purpose")
+
 func (r *recConn) Read(p []byte) (int, error) {
+	if r.fail.Load() {
+		r.readsAfter.Add(1)
+		return 0, errInjected
+	}
 	n, err := r.Conn.Read(p)
 	r.mu.Lock()
 	r.in = append(r.in, p[:n]...)
@@ -341,5 +352,28 @@ func mkdir(t *testing.T, conn *zk.Conn, dir string) {
 		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A read that fails ends the connection for go-zookeeper: it reads no more
+// from it, closes it, and dials again. (The wire tap ends a connection
+// whose server sent a bad frame this way: the frames before it, then the
+// error.)
+func TestContractReadErrorEndsConnection(t *testing.T) {
+	srv := zktest.Shared(t)
+	conn, rec, _ := contractConn(t, srv.Addr())
+	failed := rec.last()
+	failed.fail.Store(true)
+	conn.Exists("/") // its reply can no longer be read
+	c := reconnected(t, conn, rec, 1)
+	if c == failed {
+		t.Fatal("no new connection")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := failed.readsAfter.Load(); n != 1 {
+		t.Errorf("%d reads of the failed connection after its error, want none", n-1)
+	}
+	if !failed.closed.Load() {
+		t.Error("the failed connection was not closed")
 	}
 }
