@@ -182,10 +182,11 @@ type wireTap struct {
 	limit int
 
 	mu          sync.Mutex
-	inflight    []wireReq // requests written and not yet answered, in write order
-	connectSent int64     // write time of the connect request
-	wrote       bool      // the first frame (connect request) went out
-	pending     []byte    // a frame go-zookeeper wrote in pieces, so far
+	inflight    []wireReq // requests written and not yet answered, in write order, from head
+	head        int
+	connectSent int64  // write time of the connect request
+	wrote       bool   // the first frame (connect request) went out
+	pending     []byte // a frame go-zookeeper wrote in pieces, so far
 
 	// Of the reading side (one goroutine, go-zookeeper's).
 	readFirst bool  // the connect response was read
@@ -237,8 +238,14 @@ func (w *wireTap) noteFrameLocked(p []byte) {
 	if !ok {
 		return
 	}
-	if len(w.inflight) >= maxInflight {
-		w.inflight = w.inflight[1:]
+	if len(w.inflight)-w.head >= maxInflight {
+		w.head++
+	}
+	if w.head > 0 && len(w.inflight) == cap(w.inflight) {
+		// Full: move the requests in flight to the front, in place.
+		n := copy(w.inflight, w.inflight[w.head:])
+		clear(w.inflight[n:])
+		w.inflight, w.head = w.inflight[:n], 0
 	}
 	w.inflight = append(w.inflight, wireReq{xid: h.Xid, op: h.Op, at: t})
 	if isCreate(h.Op) && w.written != nil {
@@ -368,18 +375,19 @@ func (w *wireTap) reply(b []byte) error {
 // answeredLocked takes the request that a reply with xid answers out of
 // the requests in flight. It must be called with w.mu held.
 func (w *wireTap) answeredLocked(xid int32) (wireReq, error) {
-	for i, r := range w.inflight {
+	waiting := w.inflight[w.head:]
+	for i, r := range waiting {
 		if r.xid != xid {
 			continue
 		}
-		if i == 0 {
-			w.inflight = w.inflight[1:] // the usual case: no copy
-			return r, nil
+		if i > 0 && r.op != jute.OpSetAuth {
+			return r, badFrame("a reply to xid %d before the reply to xid %d, written earlier", xid, waiting[0].xid)
 		}
-		if r.op != jute.OpSetAuth {
-			return r, badFrame("a reply to xid %d before the reply to xid %d, written earlier", xid, w.inflight[0].xid)
+		copy(waiting[1:i+1], waiting[:i]) // i == 0 in the usual case: no copy
+		w.head++
+		if w.head == len(w.inflight) {
+			w.inflight, w.head = w.inflight[:0], 0
 		}
-		w.inflight = append(w.inflight[:i], w.inflight[i+1:]...)
 		return r, nil
 	}
 	return wireReq{}, badFrame("a reply to xid %d, which no request on the connection has", xid)

@@ -97,6 +97,7 @@ func TestWireTap(t *testing.T) {
 		request(-2, jute.OpPing),
 		request(4, jute.OpCreate2, jstr("/b/n"), jstr(""), i32(0), i32(0)),
 		request(5, jute.OpGetData, jstr("/a/_c_x-lock-0000000001"), []byte{1}),
+		request(6, jute.OpSetAuth, i32(0), jstr("digest"), jstr("u:p")), // answered first
 	}
 	stat := make([]byte, 68)
 	reads := [][]byte{
@@ -107,6 +108,7 @@ func TestWireTap(t *testing.T) {
 		reply(3, 0x100000008, -110),
 		reply(-2, 0x100000008, 0), // ping
 		reply(4, 0x10000000a, 0, jstr("/b/n"), stat),
+		reply(6, 0, 0),
 		reply(5, 0x10000000a, 0, jstr("/a/_c_y-lock-0000000009"), stat), // not a create
 	}
 	var stream []byte
