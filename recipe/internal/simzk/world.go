@@ -28,6 +28,7 @@ type World struct {
 
 	ends        map[*end]struct{} // the server ends of the open connections
 	violations  []string          // requests that break the protocol (Violations)
+	kept        []string          // connections a client kept after a bad frame (HostileKept)
 	lags        map[string]lag    // followers that lag, by address (Lag)
 	lagRefusals int               // connects refused for having seen too much
 	history     []zxidAt          // when the zxids of the last maxLag were taken
