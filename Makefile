@@ -129,5 +129,6 @@ fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test -run='^$$' -fuzz=FuzzSequence -fuzztime=$(FUZZTIME) ./driver/
 	$(GO) test -run='^$$' -fuzz=FuzzValidatePath -fuzztime=$(FUZZTIME) ./recipe/
 	$(GO) test -run='^$$' -fuzz=FuzzWireTap -fuzztime=$(FUZZTIME) ./recipe/
+	$(GO) test -run='^$$' -fuzz=FuzzHostileServer -fuzztime=$(FUZZTIME) ./recipe/
 	$(GO) test -run='^$$' -fuzz=FuzzRequest -fuzztime=$(FUZZTIME) ./recipe/internal/jute/
 	$(GO) test -run='^$$' -fuzz=FuzzReply -fuzztime=$(FUZZTIME) ./recipe/internal/jute/
