@@ -6,11 +6,8 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -54,24 +51,15 @@ func expiryRecipes(t *testing.T, c *recipe.Client, path string) map[string]recip
 	return map[string]recipe.Acquirer{"mutex": m, "read": rw.Reader(), "write": rw.Writer(), "semaphore": s, "leader": e}
 }
 
-// directModes runs f with direct requests on and off.
-func directModes(t *testing.T, f func(t *testing.T, opt recipe.Option)) {
-	for _, on := range []bool{true, false} {
-		t.Run("direct="+strconv.FormatBool(on), func(t *testing.T) { f(t, recipe.WithDirectRequests(on)) })
-	}
-}
-
 // After its session expires, a client takes every recipe again, within
 // retakeBound of being told, and its Close leaves no goroutine and no
-// descriptor behind. (Before, a direct request written on the connection
-// go-zookeeper abandons after an "expired" connect response waited for a
-// reply forever.)
+// descriptor behind.
 func TestRetakeAfterExpiry(t *testing.T) {
 	srv := zktest.Shared(t)
-	directModes(t, func(t *testing.T, direct recipe.Option) {
+	func() {
 		fds, gs := openFDs(t), runtime.NumGoroutine()
 		proxy := srv.Proxy(t)
-		c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(expirySession), direct)
+		c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(expirySession))
 		path := zktest.UniquePath(t)
 		recipes := expiryRecipes(t, c, path)
 		names := slices.Sorted(func(yield func(string) bool) {
@@ -128,15 +116,15 @@ func TestRetakeAfterExpiry(t *testing.T) {
 				d[len(d)/2].Round(time.Millisecond), d[len(d)-1].Round(time.Millisecond))
 		}
 		closeLeavesNothing(t, c, fds, gs)
-	})
+	}()
 }
 
 // leader.Run leads again within rerunBound of an expiry of its session.
 func TestRunLeadsAgainAfterExpiry(t *testing.T) {
 	srv := zktest.Shared(t)
-	directModes(t, func(t *testing.T, direct recipe.Option) {
+	func() {
 		proxy := srv.Proxy(t)
-		c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(expirySession), direct)
+		c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(expirySession))
 		e, err := leader.New(c, zktest.UniquePath(t))
 		if err != nil {
 			t.Fatal(err)
@@ -182,21 +170,21 @@ func TestRunLeadsAgainAfterExpiry(t *testing.T) {
 		}
 		slices.Sort(took)
 		t.Logf("Run leading again after the expiry: p50 %v, max %v", took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
-	})
+	}()
 }
 
 // A Lock with no deadline that waits in line while its session expires
 // returns: it takes the lock once the holder lets go.
 func TestWaitThroughExpiry(t *testing.T) {
 	srv := zktest.Shared(t)
-	directModes(t, func(t *testing.T, direct recipe.Option) {
+	func() {
 		proxy := srv.Proxy(t)
 		path := zktest.UniquePath(t)
 		holder, err := mutex.New(locktest.Client(t, []string{srv.Addr()}), path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(expirySession), direct)
+		c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(expirySession))
 		waiter, err := mutex.New(c, path)
 		if err != nil {
 			t.Fatal(err)
@@ -237,7 +225,7 @@ func TestWaitThroughExpiry(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatal("Lock(context.Background()) waiting through the expiry did not return within 20s of the release")
 		}
-	})
+	}()
 }
 
 // openFDs counts the process's open descriptors (-1 where /proc is not).
@@ -279,9 +267,9 @@ const (
 // returned, not even after Client.Close.)
 func TestBackgroundLockAfterExpiry(t *testing.T) {
 	srv := zktest.Shared(t)
-	directModes(t, func(t *testing.T, direct recipe.Option) {
+	func() {
 		proxy := srv.Proxy(t)
-		c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(expirySession), direct)
+		c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithSessionTimeout(expirySession))
 		m, err := mutex.New(c, zktest.UniquePath(t))
 		if err != nil {
 			t.Fatal(err)
@@ -320,60 +308,5 @@ func TestBackgroundLockAfterExpiry(t *testing.T) {
 				t.Fatalf("Lock(context.Background()) after the expiry did not return within 10s, nor within 5s of Close (which took %v)", time.Since(start))
 			}
 		}
-	})
-}
-
-// Credentials added through Conn().AddAuth hold for direct requests after
-// every reconnect, as WithDigestAuth's do: a direct request goes out only
-// once go-zookeeper has had them accepted again. (Before, the client
-// waited for them only with WithDigestAuth.)
-func TestDirectCredentialsAfterReconnect(t *testing.T) {
-	srv := zktest.Shared(t)
-	proxy := srv.Proxy(t)
-	c := locktest.Client(t, []string{proxy.Addr()}, recipe.WithDirectRequests(true))
-	if err := c.Conn().AddAuth("digest", []byte("reader:secret")); err != nil {
-		t.Fatal(err)
-	}
-	raw := zktest.Connect(t, srv.Addr())
-	if err := raw.AddAuth("digest", []byte("reader:secret")); err != nil {
-		t.Fatal(err)
-	}
-	dir := zktest.UniquePath(t)
-	mkdir(t, raw, dir)
-	if _, err := raw.SetACL(dir, zk.DigestACL(zk.PermAll, "reader", "secret"), -1); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	noAuth, direct := 0, 0
-	for range 20 {
-		before := c.Stats().Direct
-		proxy.DropAll()
-		// List at once and again until a listing went direct: the first
-		// ones after the reconnect are the ones that could overtake the
-		// credentials.
-		for {
-			_, ok, err := recipe.DirectChildren(ctx, c, dir)
-			if errors.Is(err, zk.ErrNoAuth) {
-				noAuth++
-			}
-			if ok && err == nil {
-				direct++
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatal(ctx.Err())
-			}
-			if !ok || errors.Is(err, zk.ErrConnectionClosed) {
-				time.Sleep(time.Millisecond)
-			}
-		}
-		if c.Stats().Direct == before {
-			t.Fatal("no direct request was counted")
-		}
-	}
-	if noAuth > 0 {
-		t.Fatalf("%d direct listings in 20 reconnects were refused for want of the credentials", noAuth)
-	}
-	t.Logf("20 reconnects: %d direct listings, none refused", direct)
+	}()
 }
