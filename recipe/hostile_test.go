@@ -690,7 +690,7 @@ func startHTTP(t testing.TB) string {
 // plus hostileRSSMargin (a Go test binary with a client is about 30 MiB),
 // and what it allocates under hostileAllocLimit.
 const (
-	hostileCap        = 8 << 20
+	hostileCap        = recipe.DefaultMaxFrame
 	hostileRSSMargin  = 64 << 20
 	hostileAllocLimit = 2*hostileCap + 32<<20
 )

@@ -724,7 +724,7 @@ func (r *simRun) run() {
 	for _, cl := range clients {
 		if n := cl.host.HostileSent(); n > 0 {
 			opened, _ := cl.host.Dials()
-			r.logf("client %d: %d bad frames sent, %d connections opened", cl.id, n, opened)
+			r.logf("client %d: %d bad frames sent, %d refused, %d connections opened", cl.id, n, cl.c.Stats().RefusedFrames, opened)
 		}
 	}
 	if n := r.world.LagRefusals(); n > 0 {

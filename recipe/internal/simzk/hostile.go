@@ -44,8 +44,11 @@ const (
 	// BadListing: the next getChildren or getChildren2 reply announces
 	// 2^31-1 children.
 	BadListing
-	// ZxidBack: the next reply to a request (xid > 0) carries zxid 1,
-	// below every zxid the client has read since the test's setup.
+	// ZxidBack: the next reply to a request (xid > 0) on a connection
+	// that has carried a reply with a later zxid carries zxid 1: below a
+	// zxid the client has read in the same session. (The first replies
+	// of a session owe nothing to an earlier session's: a new session may
+	// be served by a follower behind what the last one saw.)
 	ZxidBack
 	// ConnectTimeout0, ConnectTimeoutNeg and ConnectTimeout1ms: the next
 	// connect response on the host resumes its session granting a

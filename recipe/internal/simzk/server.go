@@ -36,6 +36,9 @@ type link struct {
 	dataW  map[string]struct{}
 	childW map[string]struct{}
 	out    []byte // frame being built, reused
+	// maxZxid is the highest zxid of the replies sent on the connection:
+	// a client that reads a later frame of it has read that one too.
+	maxZxid int64
 }
 
 // send writes one frame: the reply header and body. Under World.mu.
@@ -62,6 +65,9 @@ func (l *link) send(hdr jute.ReplyHeader, body func([]byte) []byte) {
 		return
 	}
 	l.conn.Write(b) // never blocks; a failure is the reader's to find
+	if hdr.Xid != jute.XidNotification {
+		l.maxZxid = max(l.maxZxid, hdr.Zxid)
+	}
 }
 
 // push sends a watch event. Under World.mu.
@@ -227,7 +233,7 @@ func (w *World) request(l *link, body []byte) {
 				defer w.awaitHangUp(l.h, l.conn, k)
 			}
 		}
-		if k, ok := l.h.takeHostile(func(k Hostile) bool { return k == ZxidBack }); ok {
+		if k, ok := l.h.takeHostile(func(k Hostile) bool { return k == ZxidBack && l.maxZxid > 1 }); ok {
 			zxid = 1
 			defer w.awaitHangUp(l.h, l.conn, k)
 		}
