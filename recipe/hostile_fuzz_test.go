@@ -51,7 +51,11 @@ func FuzzHostileServer(f *testing.F) {
 			return
 		}
 		alloc := allocated()
+		begin := time.Now()
 		fuzzOne(t, op, reply)
+		if d := time.Since(begin); d > 3*time.Second {
+			t.Fatalf("an input of %d bytes took %v", len(reply), d)
+		}
 		if n := alloc(); n > fuzzAllocLimit {
 			t.Fatalf("%d MiB allocated for an input of %d bytes, want under %d MiB", n>>20, len(reply), fuzzAllocLimit>>20)
 		}
