@@ -866,6 +866,16 @@ var simCases = []struct {
 			{At: 1800 * time.Millisecond, Client: 1, Kind: "truncated"}},
 	},
 	{
+		// Replies to xids never sent, while both clients cycle (plant
+		// unknownxid: the tap passes them on to go-zookeeper, which reads
+		// on with the connection open).
+		"replies to xids never sent, mid-run", 4,
+		simConfig{kind: "mutex", clients: 2, cycles: 8, session: 2 * time.Second, handles: 2},
+		[]simFault{{At: 10 * time.Millisecond, Client: 0, Kind: "unknown-xid"},
+			{At: 20 * time.Millisecond, Client: 1, Kind: "unknown-xid"},
+			{At: 60 * time.Millisecond, Client: 0, Kind: "unknown-xid"}},
+	},
+	{
 		"bad connect responses and short frames on a semaphore", 3,
 		simConfig{kind: "semaphore", clients: 3, cycles: 5, session: 2 * time.Second},
 		[]simFault{{At: 300 * time.Millisecond, Client: 0, Kind: "connect-timeout-0"},
