@@ -866,14 +866,14 @@ var simCases = []struct {
 			{At: 1800 * time.Millisecond, Client: 1, Kind: "truncated"}},
 	},
 	{
-		// Replies to xids never sent, while both clients cycle (plant
-		// unknownxid: the tap passes them on to go-zookeeper, which reads
-		// on with the connection open).
-		"replies to xids never sent, mid-run", 4,
+		// A reply's zxid going back, while both clients cycle (plant
+		// zxidback: the tap takes it as it comes, with the connection
+		// open).
+		"zxids going backwards, mid-run", 4,
 		simConfig{kind: "mutex", clients: 2, cycles: 8, session: 2 * time.Second, handles: 2},
-		[]simFault{{At: 10 * time.Millisecond, Client: 0, Kind: "unknown-xid"},
-			{At: 20 * time.Millisecond, Client: 1, Kind: "unknown-xid"},
-			{At: 60 * time.Millisecond, Client: 0, Kind: "unknown-xid"}},
+		[]simFault{{At: 30 * time.Millisecond, Client: 0, Kind: "zxid-back"},
+			{At: 40 * time.Millisecond, Client: 1, Kind: "zxid-back"},
+			{At: 90 * time.Millisecond, Client: 0, Kind: "zxid-back"}},
 	},
 	{
 		"bad connect responses and short frames on a semaphore", 3,
