@@ -30,18 +30,22 @@ const MaxQuoted = 256
 // The library's own error and log texts quote what others wrote with it,
 // and the zklock command prints with it; programs that print node data or
 // ids they did not write themselves can do the same.
-func Quote(s string) string {
-	if len(s) <= MaxQuoted && plain(s) {
-		return s
-	}
+//
+// It takes node data as it comes ([]byte) as well as strings, and copies
+// no more of a long value than it keeps.
+func Quote[T ~string | ~[]byte](s T) string {
 	if len(s) <= MaxQuoted {
-		return strconv.Quote(s)
+		t := string(s)
+		if !plain(t) {
+			return strconv.Quote(t)
+		}
+		return t
 	}
 	cut := MaxQuoted
-	for cut > MaxQuoted-utf8.UTFMax && cut > 0 && !utf8.RuneStart(s[cut]) {
+	for cut > MaxQuoted-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return strconv.Quote(s[:cut]) + "…(cut, " + strconv.Itoa(len(s)) + " bytes)"
+	return strconv.Quote(string(s[:cut])) + "…(cut, " + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // plain reports whether s can be printed as it is: valid UTF-8, every
