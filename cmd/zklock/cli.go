@@ -265,7 +265,7 @@ func (v *durationValue) Set(s string) error {
 		case errors.Is(ferr, strconv.ErrRange),
 			ferr == nil && (math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) >= maxDuration.Seconds()),
 			ferr != nil && tooLong(s, err):
-			return fmt.Errorf("%s out of range: want at most %v", recipe.Quote(s), maxDuration)
+			return fmt.Errorf("out of range: want at most %v (about 292 years)", maxDuration.Truncate(time.Second))
 		case ferr != nil:
 			return fmt.Errorf("want a duration such as 500ms, 30s, 5m, or seconds")
 		}
