@@ -70,7 +70,7 @@ exit status:
   3    leader: nobody leads
   64   usage error
   65   PATH holds another kind of lock
-  66   ls, rm: there is no lock directory at PATH
+  66   ls: there is no lock directory at PATH
   69   ZooKeeper unreachable, or a request failed
   75   the lock was lost while CMD ran
   77   ZooKeeper refused for lack of rights

@@ -381,7 +381,8 @@ func onQueue(cmd *command, p *proc, path string, leases int, fn func(context.Con
 	ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
 	defer cancel()
 	recorded, missing := recordedLeases(ctx, c, path)
-	if missing {
+	if missing && cmd.name == "ls" {
+		// rm finds no node in it, and says so (1).
 		return failf(exitNoInput, "no lock directory %s", path)
 	}
 	switch {
