@@ -123,7 +123,7 @@ func (a *attempt) run(ctx context.Context) error {
 		t, err := a.step(ctx)
 		a.phase = t.next
 		if err != nil {
-			if err := w.Wait(ctx, err); err != nil {
+			if err := a.l.c.waitRetry(ctx, w, err); err != nil {
 				return err
 			}
 			continue

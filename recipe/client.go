@@ -59,6 +59,7 @@ type Client struct {
 	mu        sync.Mutex
 	closed    bool
 	cur       *epoch
+	trust     chan struct{} // closed and replaced whenever a session is trusted anew (trustedLocked)
 	isConn    bool
 	wg        sync.WaitGroup // every goroutine the client starts
 	lastState zk.State
@@ -139,6 +140,7 @@ func newClient(cfg config) *Client {
 		tracer:    cfg.tracerProvider.Tracer(instrumentationName),
 		connected: make(chan struct{}),
 		untrusted: make(chan struct{}),
+		trust:     make(chan struct{}),
 	}
 	var err error
 	if c.ins, err = instrumentsFor(cfg.meterProvider); err != nil {
@@ -267,6 +269,7 @@ func (c *Client) sessionEvent(state zk.State, sid int64, server string) {
 		}
 		if c.cur == nil || c.cur.ended() {
 			c.cur = c.newEpoch(sid)
+			c.trustedLocked()
 			c.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", sid), "server", server)
 		} else {
 			c.log.Debug("zookeeper reconnected", "session", fmt.Sprintf("0x%x", sid), "server", server)
