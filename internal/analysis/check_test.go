@@ -80,14 +80,16 @@ func TestCheckIntervals(t *testing.T) {
 		name     string
 		ivs      []Interval
 		limit    int
-		expiries map[int][]time.Time
+		expiries map[int][]window
 		bad      int
 	}{
 		{"apart", []Interval{iv(0, 0, 10), iv(1, 10, 20)}, 1, nil, 0},
 		{"overlap", []Interval{iv(0, 0, 10), iv(1, 5, 20)}, 1, nil, 1},
 		{"two leases", []Interval{iv(0, 0, 10), iv(1, 5, 20)}, 2, nil, 0},
 		{"three of two", []Interval{iv(0, 0, 10), iv(1, 5, 20), iv(2, 6, 8)}, 2, nil, 1},
-		{"cut at an expiry", []Interval{iv(0, 0, 10), iv(1, 5, 20)}, 1, map[int][]time.Time{0: {at(4)}}, 0},
+		{"cut at an expiry", []Interval{iv(0, 0, 10), iv(1, 5, 20)}, 1, map[int][]window{0: {{at(4), at(6)}}}, 0},
+		{"granted while the expiry was under way", []Interval{iv(0, 5, 10), iv(1, 7, 20)}, 1, map[int][]window{0: {{at(4), at(8)}}}, 0},
+		{"an expiry of another worker cuts nothing", []Interval{iv(0, 0, 10), iv(1, 5, 20)}, 1, map[int][]window{2: {{at(4), at(6)}}}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

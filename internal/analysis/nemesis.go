@@ -40,9 +40,11 @@ type Fault struct {
 	Start  time.Time `json:"start"`
 	Healed time.Time `json:"healed"`
 	Whole  time.Time `json:"whole"`
-	// Expired are the workers whose sessions the fault expired (Expire),
-	// with the time, for the interval checkers.
-	Expired []int `json:"expired,omitempty"`
+	// Expired are the workers whose sessions the fault expired (Expire);
+	// the server expired each at some instant between Start and
+	// ExpiredBy, when the nemesis's calls returned.
+	Expired   []int     `json:"expired,omitempty"`
+	ExpiredBy time.Time `json:"expired_by,omitempty"`
 }
 
 // Step is one entry of a schedule: a quiet gap, then a fault held for
@@ -117,6 +119,9 @@ func (n *nemesis) run(ctx context.Context, steps []Step, length time.Duration) {
 		f := Fault{Kind: s.Kind, Start: time.Now()}
 		heal, target, expired, err := n.inject(s)
 		f.Target, f.Expired = target, expired
+		if len(expired) > 0 {
+			f.ExpiredBy = time.Now()
+		}
 		if err != nil {
 			n.log("nemesis: %s: %v", s.Kind, err)
 		}

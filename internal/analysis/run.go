@@ -111,7 +111,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	e := cfg.Ensemble
 	if e == nil {
 		var err error
-		if e, err = zktest.NewEnsemble(cfg.Members); err != nil {
+		if e, err = zktest.NewEnsemble(cfg.Members, zktest.WithStartTimeout(3*time.Minute)); err != nil {
 			return nil, err
 		}
 		defer e.Close()
@@ -222,10 +222,10 @@ func loadOf(loads []*load, name string) *load {
 func (res *Result) check(loads []*load, store, unstore *fencedStore) {
 	ops, ivs, faults := res.history.snapshot()
 	res.Faults = faults
-	expiries := map[int][]time.Time{}
+	expiries := map[int][]window{}
 	for _, f := range faults {
 		for _, w := range f.Expired {
-			expiries[w] = append(expiries[w], f.Start)
+			expiries[w] = append(expiries[w], window{f.Start, f.ExpiredBy})
 		}
 	}
 	for _, l := range loads {

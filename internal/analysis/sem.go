@@ -130,13 +130,18 @@ func checkProclaims(ops []Op, ivs []Interval, name string) []string {
 	return out
 }
 
+// window is when the server expired a worker's session: at some instant
+// between from and to.
+type window struct{ from, to time.Time }
+
 // checkIntervals checks one workload's holds against its limit: at no
-// instant more than limit holders, by the holders' own intervals. The
-// intervals of sessions the nemesis expired are cut at the moment it
-// expired them: the server ends such a session itself, and its holder
-// hears it as the next holder may be granted (docs/failure-model.md),
-// the gap that tokens and Commit fence.
-func checkIntervals(ivs []Interval, name string, limit int, expiries map[int][]time.Time) []string {
+// instant more than limit holders, by the holders' own intervals. A hold
+// of a session the nemesis expired ends, for the check, at the earliest
+// instant the server may have expired it (its start, if it was granted
+// while the expiry was under way): the server ends such a session itself,
+// and its holder hears it as the next holder may be granted
+// (docs/failure-model.md), the gap that tokens and Commit fence.
+func checkIntervals(ivs []Interval, name string, limit int, expiries map[int][]window) []string {
 	keys := map[int][]Interval{}
 	for _, iv := range ivs {
 		if iv.Workload == name {
@@ -151,7 +156,7 @@ func checkIntervals(ivs []Interval, name string, limit int, expiries map[int][]t
 }
 
 // checkKey is checkIntervals for the holds of one lock.
-func checkKey(ivs []Interval, name string, limit int, expiries map[int][]time.Time) []string {
+func checkKey(ivs []Interval, name string, limit int, expiries map[int][]window) []string {
 	type event struct {
 		at    time.Time
 		start bool
@@ -159,10 +164,13 @@ func checkKey(ivs []Interval, name string, limit int, expiries map[int][]time.Ti
 	}
 	var mine []Interval
 	for _, iv := range ivs {
-		for _, at := range expiries[iv.Worker] {
-			if iv.Start.Before(at) && iv.End.After(at) {
-				iv.End = at
+		for _, x := range expiries[iv.Worker] {
+			if iv.Start.Before(x.to) && iv.End.After(x.from) {
+				iv.End = later(iv.Start, x.from)
 			}
+		}
+		if !iv.End.After(iv.Start) {
+			continue // no time held, for the check
 		}
 		mine = append(mine, iv)
 	}
@@ -197,4 +205,11 @@ func checkKey(ivs []Interval, name string, limit int, expiries map[int][]time.Ti
 		}
 	}
 	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -40,7 +40,7 @@ func main() {
 	if *verbose {
 		logf = log.Printf
 	}
-	ens, err := zktest.NewEnsemble(*members)
+	ens, err := zktest.NewEnsemble(*members, zktest.WithStartTimeout(3*time.Minute))
 	if err != nil {
 		log.Fatal(err)
 	}
