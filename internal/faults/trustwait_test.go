@@ -2,12 +2,14 @@ package faults_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/retry"
+	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -72,5 +74,94 @@ func TestAcquireResumesWithTrust(t *testing.T) {
 	}
 	if err := wm.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAcquireNEnqueuedAgainTogether is the stall of the liveness cell
+// TestLiveness/pl (semaphore behind a ghost, its workers granted about 6s
+// after the fault's end): an AcquireN whose session expired while it
+// waited enqueued its nodes again one by one, so they were no longer
+// consecutive, and two such calls could each hold a lease the other waited
+// for until one timed out. Its nodes must be enqueued again together, in
+// one transaction.
+func TestAcquireNEnqueuedAgainTogether(t *testing.T) {
+	srv := zktest.Shared(t)
+	const session = 4 * time.Second
+	holder := zktest.Client(t, srv.Addr(), recipe.WithSessionTimeout(session))
+	p := srv.Proxy(t)
+	waiter := p.Client(t, recipe.WithSessionTimeout(session))
+	raw := zktest.Connect(t, srv.Addr())
+	path := zktest.UniquePath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	hs, err := semaphore.New(holder, path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := hs.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := semaphore.New(waiter, path, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ls  []*semaphore.Lease
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ls, err := ws.AcquireN(ctx, 2)
+		done <- result{ls, err}
+	}()
+	children := func(want int) []string {
+		t.Helper()
+		for {
+			names, _, err := raw.Children(path)
+			if err == nil && len(names) == want {
+				return names
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("waiting for %d nodes in %s: %v (have %v)", want, path, err, names)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	before := children(3) // the holder's and the two queued together
+
+	p.Record()
+	if n, err := p.ExpireSessions(); err != nil || n != 1 {
+		t.Fatalf("ExpireSessions = %d, %v", n, err)
+	}
+	for {
+		after := children(3)
+		if !slices.Equal(after, before) { // both old nodes gone, two new ones
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	creates := 0
+	for _, req := range p.Recorded() {
+		switch req.Op {
+		case zktest.OpCreate, zktest.OpCreate2, zktest.OpCreateContainer, zktest.OpCreateTTL, zktest.OpMulti:
+			creates++
+		}
+	}
+	if creates != 1 {
+		t.Fatalf("the AcquireN sent %d creates after its session expired, want its two nodes in one transaction", creates)
+	}
+	for _, l := range r.ls {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
