@@ -73,7 +73,8 @@ func Schedule(seed uint64, members int, length, session time.Duration) []Step {
 	var clients []string
 	first := r.IntN(2)
 	var out []Step
-	for at := time.Duration(0); at < length; {
+	// Twice the length as estimated: the nemesis stops at the length.
+	for at := time.Duration(0); at < 2*length; {
 		s := Step{
 			Gap:  time.Second + time.Duration(r.Int64N(int64(2*time.Second))),
 			Hold: 3*time.Second + time.Duration(r.Int64N(int64(5*time.Second))),
