@@ -109,7 +109,7 @@ func TestCheckStore(t *testing.T) {
 		t.Fatalf("grants in turn: %q", got)
 	}
 	got := checkStore([]storeWrite{w(1, 0, 5), w(2, 1, 7), w(3, 0, 5)})
-	if len(got) != 2 || !strings.Contains(got[0], "accepted after") || !strings.Contains(got[1], "interleave") {
+	if len(got) != 2 || !strings.Contains(got[0].Text, "accepted after") || !strings.Contains(got[1].Text, "interleave") {
 		t.Fatalf("a stale holder writing between another's writes: %q", got)
 	}
 	s := &fencedStore{check: true}

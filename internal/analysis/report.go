@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 )
 
 // FaultRow sums, over runs, what happened during one kind of fault: the
@@ -41,6 +43,17 @@ func Rows(results []*Result) []FaultRow {
 			control := map[string]bool{}
 			for _, l := range res.Loads {
 				control[l.Name] = l.Control
+				if l.Control {
+					continue
+				}
+				for _, v := range l.Violations {
+					if !v.At.Before(f.Start) && v.At.Before(until) {
+						r.Violations++
+					}
+				}
+				if l.Linearizable == porcupine.Illegal && i == 0 {
+					r.Violations++ // not tied to an instant: counted once, under the run's first fault
+				}
 			}
 			for _, o := range ops {
 				if control[o.Workload] || o.Kind == "read" || o.Call.Before(f.Start) || !o.Call.Before(until) {
@@ -113,7 +126,7 @@ func (res *Result) Summary(w io.Writer) {
 				fmt.Fprintf(w, "    ... %d more\n", len(l.Violations)-3)
 				break
 			}
-			fmt.Fprintf(w, "    %s\n", v)
+			fmt.Fprintf(w, "    %s\n", v.Text)
 		}
 	}
 	for _, p := range res.Problems {

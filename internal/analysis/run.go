@@ -74,13 +74,20 @@ type LoadResult struct {
 	Done, Refused, Unknown int
 	// Linearizable is Porcupine's verdict (counters only).
 	Linearizable porcupine.CheckResult `json:"linearizable,omitempty"`
-	Violations   []string              `json:"violations,omitempty"`
+	Violations   []Finding             `json:"violations,omitempty"`
 	// Progress is, per fault, the time from the ensemble being whole
 	// again to the workload's first success (-1: none before the next
 	// fault or the end).
 	Progress []time.Duration `json:"progress"`
 	info     porcupine.LinearizationInfo
 	hist     []porcupine.Operation
+}
+
+// Finding is one violation a checker found, and when (zero: not tied to
+// an instant, as Porcupine's verdict is not).
+type Finding struct {
+	At   time.Time `json:"at"`
+	Text string    `json:"text"`
 }
 
 // Failed reports whether the workload broke its rule (for a control:

@@ -106,7 +106,7 @@ func (l *leaderLoad) work(ctx context.Context, w *worker, r *rand.Rand) {
 // checkProclaims checks that no successful Proclaim of a term was called
 // after a later term (another token) had begun: it would have landed
 // outside its own term.
-func checkProclaims(ops []Op, ivs []Interval, name string) []string {
+func checkProclaims(ops []Op, ivs []Interval, name string) []Finding {
 	var starts []Interval
 	for _, iv := range ivs {
 		if iv.Workload == name {
@@ -114,15 +114,15 @@ func checkProclaims(ops []Op, ivs []Interval, name string) []string {
 		}
 	}
 	sort.Slice(starts, func(i, j int) bool { return starts[i].Start.Before(starts[j].Start) })
-	var out []string
+	var out []Finding
 	for _, o := range ops {
 		if o.Workload != name || o.Kind != "proclaim" || o.Status != OK {
 			continue
 		}
 		for _, iv := range starts {
 			if iv.Token > o.Token && iv.Start.Before(o.Call) {
-				out = append(out, fmt.Sprintf("worker %d's Proclaim of term %#x called %v after term %#x began",
-					o.Worker, o.Token, o.Call.Sub(iv.Start).Round(time.Microsecond), iv.Token))
+				out = append(out, Finding{o.Call, fmt.Sprintf("worker %d's Proclaim of term %#x called %v after term %#x began",
+					o.Worker, o.Token, o.Call.Sub(iv.Start).Round(time.Microsecond), iv.Token)})
 				break
 			}
 		}
@@ -141,14 +141,14 @@ type window struct{ from, to time.Time }
 // while the expiry was under way): the server ends such a session itself,
 // and its holder hears it as the next holder may be granted
 // (docs/failure-model.md), the gap that tokens and Commit fence.
-func checkIntervals(ivs []Interval, name string, limit int, expiries map[int][]window) []string {
+func checkIntervals(ivs []Interval, name string, limit int, expiries map[int][]window) []Finding {
 	keys := map[int][]Interval{}
 	for _, iv := range ivs {
 		if iv.Workload == name {
 			keys[iv.Key] = append(keys[iv.Key], iv)
 		}
 	}
-	var out []string
+	var out []Finding
 	for k := 0; k < len(keys); k++ {
 		out = append(out, checkKey(keys[k], name, limit, expiries)...)
 	}
@@ -156,7 +156,7 @@ func checkIntervals(ivs []Interval, name string, limit int, expiries map[int][]w
 }
 
 // checkKey is checkIntervals for the holds of one lock.
-func checkKey(ivs []Interval, name string, limit int, expiries map[int][]window) []string {
+func checkKey(ivs []Interval, name string, limit int, expiries map[int][]window) []Finding {
 	type event struct {
 		at    time.Time
 		start bool
@@ -185,7 +185,7 @@ func checkKey(ivs []Interval, name string, limit int, expiries map[int][]window)
 		return !evs[a].start && evs[b].start
 	})
 	active := map[int]bool{}
-	var out []string
+	var out []Finding
 	for _, e := range evs {
 		if !e.start {
 			delete(active, e.i)
@@ -200,8 +200,8 @@ func checkKey(ivs []Interval, name string, limit int, expiries map[int][]window)
 					iv.Start.Format("15:04:05.000"), iv.End.Format("15:04:05.000")))
 			}
 			sort.Strings(who)
-			out = append(out, fmt.Sprintf("%d holders of %s at %s (limit %d): %s", len(active), name,
-				e.at.Format("15:04:05.000"), limit, strings.Join(who, "; ")))
+			out = append(out, Finding{e.at, fmt.Sprintf("%d holders of %s at %s (limit %d): %s", len(active), name,
+				e.at.Format("15:04:05.000"), limit, strings.Join(who, "; "))})
 		}
 	}
 	return out

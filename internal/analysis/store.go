@@ -116,27 +116,28 @@ func (l *storeLoad) work(ctx context.Context, w *worker, r *rand.Rand) {
 // checkStore checks the store's accepted writes: per grant (worker and
 // token) the span from its first to its last accepted write, in the
 // store's order; no two spans may overlap, and tokens never go back.
-func checkStore(writes []storeWrite) []string {
+func checkStore(writes []storeWrite) []Finding {
 	type grant struct {
 		worker      int
 		token       int64
 		first, last int64
+		at          time.Time // of the first write
 	}
 	spans := map[[2]int64]*grant{}
-	var out []string
+	var out []Finding
 	var prev int64
 	for _, w := range writes {
 		if !w.Accepted {
 			continue
 		}
 		if w.Token < prev {
-			out = append(out, fmt.Sprintf("store write %d: token %#x accepted after token %#x", w.Seq, w.Token, prev))
+			out = append(out, Finding{w.At, fmt.Sprintf("store write %d: token %#x accepted after token %#x", w.Seq, w.Token, prev)})
 		}
 		prev = max(prev, w.Token)
 		k := [2]int64{int64(w.Worker), w.Token}
 		g, ok := spans[k]
 		if !ok {
-			g = &grant{worker: w.Worker, token: w.Token, first: w.Seq}
+			g = &grant{worker: w.Worker, token: w.Token, first: w.Seq, at: w.At}
 			spans[k] = g
 		}
 		g.last = w.Seq
@@ -149,8 +150,8 @@ func checkStore(writes []storeWrite) []string {
 	for i := 1; i < len(gs); i++ {
 		for j := 0; j < i; j++ {
 			if gs[j].last > gs[i].first {
-				out = append(out, fmt.Sprintf("store writes %d-%d of worker %d (token %#x) interleave with writes %d-%d of worker %d (token %#x)",
-					gs[i].first, gs[i].last, gs[i].worker, gs[i].token, gs[j].first, gs[j].last, gs[j].worker, gs[j].token))
+				out = append(out, Finding{gs[i].at, fmt.Sprintf("store writes %d-%d of worker %d (token %#x) interleave with writes %d-%d of worker %d (token %#x)",
+					gs[i].first, gs[i].last, gs[i].worker, gs[i].token, gs[j].first, gs[j].last, gs[j].worker, gs[j].token)})
 			}
 		}
 	}
