@@ -100,7 +100,6 @@ type load struct {
 	name    string
 	control bool
 	workers int
-	pinned  bool
 	work    func(ctx context.Context, w *worker, r *rand.Rand)
 	lastOK  atomic.Int64
 }
