@@ -54,7 +54,10 @@ func (c *Client) waitRetry(ctx context.Context, w *retry.Waiter, err error) erro
 	}()
 	werr := w.Wait(wctx, err)
 	if werr != nil && ctx.Err() == nil && wctx.Err() != nil {
-		return nil // woken by the trusted session: retry now
+		// Woken by a session trusted anew, which is progress as a
+		// round trip is: retry now, on a fresh schedule.
+		w.Reset()
+		return nil
 	}
 	return werr
 }
