@@ -65,6 +65,7 @@ func supervise(p *proc, h recipe.Held, path string, argv []string, sigs <-chan o
 			lost = true
 			fmt.Fprintf(p.stderr, "zklock: lost %s (%v): sending SIGTERM to CMD\n", path, h.Err())
 			_ = syscall.Kill(group, syscall.SIGTERM)
+			killAfter = killDelay(h.Err(), killAfter, sessionTimeout)
 			t := time.NewTimer(killAfter)
 			defer t.Stop()
 			kill = t.C
@@ -74,6 +75,20 @@ func supervise(p *proc, h recipe.Held, path string, argv []string, sigs <-chan o
 			_ = syscall.Kill(group, syscall.SIGKILL)
 		}
 	}
+}
+
+// killDelay is how long after SIGTERM zklock sends SIGKILL, for a hold
+// lost with err: --kill-after, but after a silence of ZooKeeper's (the
+// loss timeout, half the session timeout, passed) at most a quarter of the
+// session timeout, so that a CMD ignoring SIGTERM is gone before the
+// server can expire the session and grant the lock to another. After a
+// deletion or an expiry the next holder may already hold: --kill-after is
+// the operator's choice.
+func killDelay(err error, killAfter, sessionTimeout time.Duration) time.Duration {
+	if errors.Is(err, recipe.ErrConnectionSuspended) {
+		return min(killAfter, sessionTimeout/4)
+	}
+	return killAfter
 }
 
 // childEnv is zklock's environment without ZKLOCK_AUTH: CMD does not get

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
+	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -108,6 +110,27 @@ func TestWatchdogTimes(t *testing.T) {
 		}
 		if got.silence+got.grace > 3*c.session/8 {
 			t.Errorf("session %v: CMD ends %v after the last beat", c.session, got.silence+got.grace)
+		}
+	}
+}
+
+// TestKillDelay: after a silence of ZooKeeper's, SIGKILL follows SIGTERM
+// within a quarter of the session timeout (CMD gone by 3/4 of it), not
+// --kill-after; after a deletion or expiry, --kill-after.
+func TestKillDelay(t *testing.T) {
+	suspended := fmt.Errorf("%w: %w", recipe.ErrLost, recipe.ErrConnectionSuspended)
+	deleted := fmt.Errorf("%w: %w", recipe.ErrLost, recipe.ErrNodeDeleted)
+	for _, c := range []struct {
+		err                      error
+		killAfter, session, want time.Duration
+	}{
+		{suspended, 10 * time.Second, 10 * time.Second, 2500 * time.Millisecond},
+		{suspended, time.Second, 10 * time.Second, time.Second},
+		{deleted, 10 * time.Second, 10 * time.Second, 10 * time.Second},
+		{recipe.ErrSessionExpired, 30 * time.Second, 4 * time.Second, 30 * time.Second},
+	} {
+		if got := killDelay(c.err, c.killAfter, c.session); got != c.want {
+			t.Errorf("killDelay(%v, %v, %v) = %v, want %v", c.err, c.killAfter, c.session, got, c.want)
 		}
 	}
 }
