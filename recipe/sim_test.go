@@ -866,6 +866,16 @@ var simCases = []struct {
 			{At: 1800 * time.Millisecond, Client: 1, Kind: "truncated"}},
 	},
 	{
+		// A reply's zxid going back, while both clients cycle (plant
+		// zxidback: the tap takes it as it comes, with the connection
+		// open).
+		"zxids going backwards, mid-run", 4,
+		simConfig{kind: "mutex", clients: 2, cycles: 8, session: 2 * time.Second, handles: 2},
+		[]simFault{{At: 30 * time.Millisecond, Client: 0, Kind: "zxid-back"},
+			{At: 40 * time.Millisecond, Client: 1, Kind: "zxid-back"},
+			{At: 90 * time.Millisecond, Client: 0, Kind: "zxid-back"}},
+	},
+	{
 		"bad connect responses and short frames on a semaphore", 3,
 		simConfig{kind: "semaphore", clients: 3, cycles: 5, session: 2 * time.Second},
 		[]simFault{{At: 300 * time.Millisecond, Client: 0, Kind: "connect-timeout-0"},

@@ -298,7 +298,7 @@ func FuzzCheckReply(f *testing.F) {
 			var s Stat
 			s.Read(r)
 		case OpCreate, OpCreateContainer, OpCreateTTL, OpSync:
-			r.String()
+			_ = r.String()
 		case OpExists, OpSetData, OpSetACL:
 			var s Stat
 			s.Read(r)
