@@ -321,8 +321,18 @@ func TestHostileServerFrames(t *testing.T) {
 				t.Errorf("the client kept the connection %v after the frame %x", delay, tc.frame[:min(len(tc.frame), 24)])
 			}
 			locktest.Eventually(t, 10*time.Second, "a second dial", func() bool { return d.n.Load() >= 2 })
+			checkTapRefused(t, c)
 			lockWithin(t, c, hostileBound)
 		})
+	}
+}
+
+// checkTapRefused fails the test unless the client's wire tap refused a
+// frame (rather than go-zookeeper reading it).
+func checkTapRefused(t testing.TB, c *recipe.Client) {
+	t.Helper()
+	if n := c.Stats().RefusedFrames; n < 1 {
+		t.Errorf("RefusedFrames = %d: the wire tap let the frame through", n)
 	}
 }
 
@@ -340,6 +350,7 @@ func TestHostileServerConnect(t *testing.T) {
 			if n := d.n.Load(); n < 2 {
 				t.Errorf("%d dials: the client kept the hostile connection", n)
 			}
+			checkTapRefused(t, c)
 			lockWithin(t, c, hostileBound)
 		})
 	}
@@ -602,6 +613,7 @@ func TestHostileTamper(t *testing.T) {
 				t.Errorf("the client kept the tampered connection for %v", kept)
 			}
 			locktest.Eventually(t, 10*time.Second, "a second dial", func() bool { return d.n.Load() >= 2 })
+			checkTapRefused(t, c)
 			lockWithin(t, c, hostileBound)
 		})
 	}
@@ -635,6 +647,7 @@ func TestHostileUnknownXidOnHealthyConnection(t *testing.T) {
 	if n := d.n.Load(); n < 2 {
 		t.Errorf("%d dials: the connection with the frame was kept", n)
 	}
+	checkTapRefused(t, c)
 }
 
 // httpSession is the session timeout of the clients pointed at an HTTP

@@ -9,10 +9,14 @@ package recipe_test
 // go-zookeeper only whole frames it read in order from the server (it ends
 // the connection before a frame it refuses), so go-zookeeper's last zxid
 // is always one the server sent, and the server sends a connection's watch
-// events before any reply with a later zxid. These tests check the outcome
-// on a real server: a change made while the client was away, with the
-// client's requests queued during the outage and answered at the
-// reconnect, fires the watch, wakes an observer and a semaphore waiter.
+// events before any reply with a later zxid. go-zookeeper itself can: it
+// reads replies to requests queued during the outage before it reads its
+// last zxid for setWatches (see TestSimWatchResent, where the window is
+// measured). These tests check the outcome on a real server, where that
+// window is a few microseconds against a round trip: a change made while
+// the client was away, with the client's requests queued during the
+// outage and answered at the reconnect, fires the watch, wakes an
+// observer and a semaphore waiter.
 
 import (
 	"context"
