@@ -256,11 +256,12 @@ func TestReentrancy(t *testing.T) {
 	})
 
 	t.Run("member held outside", func(t *testing.T) {
-		if err := m.Lock(ctx); err != nil {
+		hctx, err := m.Enter(ctx) // the set's Lock re-enters the mutex through hctx
+		if err != nil {
 			t.Fatal(err)
 		}
 		node := m.Node()
-		if err := set.Lock(ctx); err != nil {
+		if err := set.Lock(hctx); err != nil {
 			t.Fatal(err)
 		}
 		if set.Tokens()[0] != m.Token() {

@@ -67,8 +67,17 @@
 //
 // # Reentrancy and goroutines
 //
-// Reentrancy is per handle, not per goroutine (Go has no goroutine
-// identity): Lock on a handle that already holds only increments a count,
-// without I/O. A handle is safe for concurrent use, but goroutines that
-// must exclude each other need separate handles.
+// Go has no goroutine identity, so a handle excludes like a [sync.Mutex]
+// and re-enters only when asked to: Lock on a handle that holds (from any
+// goroutine) waits for the handle's hold to be released, then queues.
+// Goroutines may share a handle, such as a map of one mutex per tenant,
+// and still exclude each other. A call chain that must lock again while
+// holding passes down the context [Mutex.Enter] returns:
+//
+//	ctx, err := m.Enter(ctx) // carries the hold
+//	if err != nil { ... }
+//	defer m.Unlock(context.Background())
+//	step(ctx)                // m.Lock(ctx) in here only counts, without I/O
+//
+// The reasons and trade-offs are in docs/mutex.md.
 package mutex
