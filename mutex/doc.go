@@ -22,7 +22,12 @@
 //   - Loss is signalled: Done is closed and Err says why when the session
 //     expires, the node is deleted by someone else, the client is closed, or
 //     the connection has been silent long enough that the server might
-//     expire the session — before another client could be granted the lock.
+//     expire the session. Under network silence that is before another
+//     client could be granted the lock; when the server ends the session
+//     itself, or someone else deletes the node, the next holder may be
+//     granted first and the holder is told one notification later, while
+//     Commit refuses its writes and its token is the lower one
+//     (docs/failure-model.md, "Who is told first").
 //   - Fencing: Token returns the node's czxid, strictly increasing from one
 //     holder to the next across the ensemble.
 //   - Recovery from partial failure: a create whose reply was lost is found

@@ -49,8 +49,11 @@
 //   - Loss is signalled, per mode: Done and Err of [RWLock.Writer] and of
 //     [RWLock.Reader] report when the session expires, the node is deleted by
 //     someone else, the client is closed, or the connection has been silent
-//     long enough that the server might expire the session, before another
-//     client could be granted the lock.
+//     long enough that the server might expire the session: under network
+//     silence before another client could be granted the lock, otherwise
+//     (the server ends the session, someone deletes the node) one
+//     notification after, fenced by Commit and the token
+//     (docs/failure-model.md, "Who is told first").
 //   - Fencing: the Token of each side returns the node's czxid,
 //     strictly increasing across the ensemble; every write hold granted
 //     later has a greater token.
