@@ -252,6 +252,8 @@ func (r *report) finish() {
 				Reads:   c(func(p *perCycle) float64 { return p.Reads }),
 				Wakeups: c(func(p *perCycle) float64 { return p.Wakeups }),
 				Retries: c(func(p *perCycle) float64 { return p.Retries }),
+				Writes:  c(func(p *perCycle) float64 { return p.Writes }),
+				Commits: c(func(p *perCycle) float64 { return p.Commits }),
 			}
 		}
 	}
