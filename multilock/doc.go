@@ -81,10 +81,13 @@
 // set's Unlock undoes only its own count and the handle stays held) when
 // the ctx given to Lock carries its hold (see mutex.Mutex.Enter), and
 // otherwise waits for that hold to be released, as a second Lock on the
-// handle does; a read/write lock handle in the same mode only counts; the
-// read lock of a handle that holds the write lock
-// is granted at once (downgrade); the write lock of a handle that holds
-// only the read lock fails with rwlock.ErrUpgrade, so the set fails; a
+// handle does. A read/write lock handle follows the same rule (see
+// rwlock.RWLock.Enter and REnter): its read lock is shared, its write
+// lock counts when ctx carries the write hold, the read lock is granted
+// at once (downgrade) when ctx carries the write hold, and the write lock
+// fails with rwlock.ErrUpgrade when ctx carries only the read hold, so the
+// set fails. Within the set, each member is taken with the holds of the
+// members taken before it, so both sides of one handle are granted. A
 // semaphore is never reentrant, so a Lease member takes one more lease.
 // Do not unlock a member's handle directly while the set holds it: the set
 // then reports that member as not in force.

@@ -285,10 +285,11 @@ func TestReentrancy(t *testing.T) {
 	t.Run("upgrade refused", func(t *testing.T) {
 		rw := newRW(t, c, base+"/c")
 		up := newSet(t, m, rw.Writer())
-		if err := rw.RLock(ctx); err != nil {
+		rctx, err := rw.REnter(ctx) // the set's Lock asks for the write lock with the read hold
+		if err != nil {
 			t.Fatal(err)
 		}
-		err := up.Lock(ctx)
+		err = up.Lock(rctx)
 		if !errors.Is(err, rwlock.ErrUpgrade) || !errors.Is(err, multilock.ErrNotAcquired) {
 			t.Fatalf("Lock = %v, want ErrUpgrade and ErrNotAcquired", err)
 		}
