@@ -33,10 +33,10 @@ OUTSIDEFLAGS ?= --patched
 # A test that finds no ZooKeeper fails instead of being skipped (zktest).
 export ZKTEST_REQUIRED := 1
 
-.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults test-direct-off test-liveness contract simulate plants test-procs soak bench bench-peers lint fuzz
+.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults test-liveness contract simulate plants test-procs soak bench bench-peers lint fuzz test-hostile
 
-demo test test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
-demo test test-outside test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
+demo test test-short test-faults test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
+demo test test-outside test-short test-faults test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -82,10 +82,6 @@ test-short: ## run the tests that need no ZooKeeper server
 test-faults: zk-install ## run the fault x recipe matrix and the scale tests (docs/reliability.md)
 	$(GO) test -race -count=1 -timeout 20m -v $(TESTFLAGS) ./internal/faults/
 
-test-direct-off: zk-install ## run the recipe package and the fault matrix with direct requests off (ZKRECIPES_DIRECT_REQUESTS=off: every request through go-zookeeper; without the race detector, which make test and test-faults run)
-	ZKRECIPES_DIRECT_REQUESTS=off $(GO) test -count=1 -timeout 15m $(TESTFLAGS) ./recipe/
-	ZKRECIPES_DIRECT_REQUESTS=off $(GO) test -count=1 -timeout 20m -run '^TestFaultMatrix$$' $(TESTFLAGS) ./internal/faults/
-
 test-liveness: zk-install ## run the liveness grid's whole product, recipe x end x mode (make test-faults runs a pairwise subset; docs/failure-model.md, "Progress after a fault")
 	FAULTS_LIVENESS=full $(GO) test -race -count=1 -timeout 40m -v -run '^TestLiveness$$' $(TESTFLAGS) ./internal/faults/
 
@@ -94,6 +90,9 @@ contract: zk-install ## show each go-zookeeper contract test failing against a g
 
 SCHEDULES ?= 100000
 SEED ?= 0
+
+test-hostile: zk-install ## the hostile-wire tests (bad frames from fake servers and a tampering proxy, peak RSS, watches across a reconnect) on go-zookeeper as released, GOWORK=off: not the patched copy
+	GOWORK=off $(GO) test -count=1 -run '^(TestHostile|FuzzHostileServer$$|TestWatchResentAfterReconnect$$|TestObserverAfterReconnect$$|TestSemaphoreWaiterAfterReconnect$$)' ./recipe/
 
 simulate: ## run the engine against the in-memory ZooKeeper under virtual time: SCHEDULES fault schedules (default 100000) from SEED (0: from the clock), no race detector (docs/simulation.md)
 	$(GO) test -count=1 -timeout 0 -run '^TestSimulate$$' -v ./recipe/ -args -sim.schedules=$(SCHEDULES) -sim.seed=$(SEED) $(SIMFLAGS)
@@ -129,5 +128,7 @@ fuzz: ## run the fuzz targets for FUZZTIME each
 	$(GO) test -run='^$$' -fuzz=FuzzSequence -fuzztime=$(FUZZTIME) ./driver/
 	$(GO) test -run='^$$' -fuzz=FuzzValidatePath -fuzztime=$(FUZZTIME) ./recipe/
 	$(GO) test -run='^$$' -fuzz=FuzzWireTap -fuzztime=$(FUZZTIME) ./recipe/
+	$(GO) test -run='^$$' -fuzz=FuzzHostileServer -fuzztime=$(FUZZTIME) ./recipe/
 	$(GO) test -run='^$$' -fuzz=FuzzRequest -fuzztime=$(FUZZTIME) ./recipe/internal/jute/
 	$(GO) test -run='^$$' -fuzz=FuzzReply -fuzztime=$(FUZZTIME) ./recipe/internal/jute/
+	$(GO) test -run='^$$' -fuzz=FuzzCheckReply -fuzztime=$(FUZZTIME) ./recipe/internal/jute/

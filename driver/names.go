@@ -28,14 +28,7 @@ func Sequence(name string, lockNames ...string) (seq int64, ok bool) {
 	// occurrence that can be followed by nothing but digits is one that
 	// ends where the name's trailing run of digits begins, and Sequence
 	// looks only there. A lock name ending in a digit takes the full scan.
-	i, n, unit := len(name), uint64(0), uint64(1) // n: the value of the last 19 digits
-	for i > 0 && isDigit(name[i-1]) {
-		i--
-		if len(name)-i <= maxDigits {
-			n += uint64(name[i]-'0') * unit
-			unit *= 10
-		}
-	}
+	i, n := trailingDigits(name)
 	at := -1
 	for _, ln := range lockNames {
 		switch {
@@ -46,20 +39,39 @@ func Sequence(name string, lockNames ...string) (seq int64, ok bool) {
 			at = i - len(ln)
 		}
 	}
-	if at < 0 {
+	if at < 0 || occursIn(name[at+1:i], lockNames) {
+		// None occurs, or one that starts after at ends before the
+		// digits: it is the one that counts, and a non-digit follows it.
 		return 0, false
-	}
-	// An occurrence starting after at ends before the digits: it is the
-	// one that counts, and a non-digit follows it.
-	for _, ln := range lockNames {
-		if ln != "" && strings.Contains(name[at+1:i], ln) {
-			return 0, false
-		}
 	}
 	if i == len(name) || len(name)-i > maxDigits || n > math.MaxInt64 {
 		return 0, false
 	}
 	return int64(n), true
+}
+
+// trailingDigits returns where the run of ASCII digits that ends name
+// begins, and the value of its last maxDigits digits.
+func trailingDigits(name string) (start int, n uint64) {
+	i, unit := len(name), uint64(1)
+	for i > 0 && isDigit(name[i-1]) {
+		i--
+		if len(name)-i <= maxDigits {
+			n += uint64(name[i]-'0') * unit
+			unit *= 10
+		}
+	}
+	return i, n
+}
+
+// occursIn reports whether any non-empty lock name occurs in s.
+func occursIn(s string, lockNames []string) bool {
+	for _, ln := range lockNames {
+		if ln != "" && strings.Contains(s, ln) {
+			return true
+		}
+	}
+	return false
 }
 
 // sequenceScan is Sequence for any lock names: it finds the last

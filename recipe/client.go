@@ -34,19 +34,17 @@ type Client struct {
 	tracer trace.Tracer
 	ins    instruments
 
-	lastHeard     atomic.Int64                // when a server was last known alive, on the seam's clock (nanos)
-	dialErr       atomic.Pointer[error]       // error of the last failed dial
-	dials         atomic.Int64                // connections opened
-	liveConn      atomic.Pointer[trackedConn] // the connection dialled last: direct requests go on it
-	hosts         *hostProvider               // the servers go-zookeeper dials, and its pace
-	directOff     atomic.Bool                 // no direct requests: by option, or since the wire broke an assumption
-	creds         atomic.Int32                // credentials go-zookeeper sends again on each connection (wireTap.creds)
-	splitWrites   atomic.Bool                 // tests: go-zookeeper's frames go out in two writes (trackedConn.Write)
-	untrusted     chan struct{}               // closed when a server's certificate is refused
+	lastHeard     atomic.Int64          // when a server was last known alive, on the seam's clock (nanos)
+	dialErr       atomic.Pointer[error] // error of the last failed dial
+	dials         atomic.Int64          // connections opened
+	hosts         *hostProvider         // the servers go-zookeeper dials, and its pace
+	splitWrites   atomic.Bool           // tests: go-zookeeper's frames go out in two writes (trackedConn.Write)
+	untrusted     chan struct{}         // closed when a server's certificate is refused
 	untrustedOnce sync.Once
 	negotiatedMs  atomic.Int64 // session timeout granted by the server
 	wireSession   atomic.Int64 // session id of the last connect response
 	zxids         createZxids  // zxids of create replies, by returned path
+	sessionZxid   sessionZxid  // the highest zxid the session saw in replies
 	createWrites  createWrites // creates written to the wire, for reads sent behind them
 	stats         stats
 	workers       workers         // run go-zookeeper's requests (workers.go)
@@ -79,7 +77,6 @@ func connect(ctx context.Context, servers []string, hooks *testHooks, opts []Opt
 	}
 	c := newClient(cfg)
 	c.hooks = hooks
-	c.startDirect()
 	c.hosts = &hostProvider{c: c}
 	live := &liveZK{c: c, start: time.Now()}
 	c.zk = live
@@ -91,7 +88,7 @@ func connect(ctx context.Context, servers []string, hooks *testHooks, opts []Opt
 		zk.WithHostProvider(c.hosts),
 		zk.WithDialer(c.wrapDialer(dial)),
 		zk.WithEventCallback(live.onEvent),
-		zk.WithLogger(zkLogger{c.log, c}),
+		zk.WithLogger(zkLogger{c.log}),
 		zk.WithLogInfo(false),
 	)...)
 	if err != nil {
@@ -147,6 +144,12 @@ func newClient(cfg config) *Client {
 	c.lifetime, c.cancelLife = context.WithCancel(context.Background())
 	c.negotiatedMs.Store(cfg.sessionTimeout.Milliseconds())
 	return c
+}
+
+// refusedFrame notes a frame the wire tap refused (its connection ends).
+func (c *Client) refusedFrame(err error) {
+	c.stats.refusedFrames.Add(1)
+	c.log.Warn("refused a frame from the server; reconnecting", "err", err)
 }
 
 // lastDialErr is the error of the last failed dial, nil when none failed.

@@ -168,45 +168,65 @@ func (e *OpError) Unwrap() error { return e.Err }
 // such as the token), or make the transaction one that cannot apply twice
 // ([SetDataVersion], [Create], a [Check] of a version) and send it again.
 func (h *Hold) Commit(ctx context.Context, ops ...Op) ([]Result, error) {
+	if err := h.checkCommit(ctx, ops); err != nil {
+		return nil, err
+	}
+	c := h.l.c
+	res, err := c.multi(ctx, append([]Op{Check(h.path, AnyVersion)}, ops...))
+	if err != nil {
+		return nil, h.commitError(ctx, err)
+	}
+	return res[1:], nil
+}
+
+// checkCommit is what Commit checks before it sends anything: its input,
+// the hold, and ctx.
+func (h *Hold) checkCommit(ctx context.Context, ops []Op) error {
 	if ctx == nil {
-		return nil, fmt.Errorf("commit: %w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("commit: %w: nil context", ErrInvalidArgument)
 	}
 	c := h.l.c
 	if err := c.checkOps(ops); err != nil {
-		return nil, err
+		return err
 	}
 	if err := h.checkOwnQueue(ops); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.checkSize(h.path, ops); err != nil {
-		return nil, err
+		return err
 	}
 	if err := h.inForce(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err) // nothing sent
+		return fmt.Errorf("commit: %w", err) // nothing sent
 	}
-	res, err := c.multi(ctx, append([]Op{Check(h.path, AnyVersion)}, ops...))
+	return nil
+}
+
+// commitError is the error of a transaction the server refused, or whose
+// outcome is unknown: the check of the hold's node failing means the hold
+// is lost (the hold ends with it); another op's failure is that op's
+// [*OpError], indexed as the caller gave it.
+func (h *Hold) commitError(ctx context.Context, err error) error {
 	var oe *OpError
-	switch {
-	case err == nil:
-		return res[1:], nil
-	case errors.As(err, &oe) && oe.Index == 0 && errors.Is(oe.Err, ErrNoNode):
-		reason := ErrNodeDeleted
-		if sid := c.zk.SessionID(); sid != 0 && sid != h.session {
-			reason = ErrSessionExpired
-		}
-		h.lose(reason)
-		return nil, fmt.Errorf("commit: %s: %w", h.path, lostError(reason))
-	case errors.As(err, &oe) && oe.Index == 0:
-		return nil, fmt.Errorf("commit: check of %s: %w", h.path, oe.Err)
-	case errors.As(err, &oe):
-		oe.Index--
-		c.explainNoParent(ctx, oe)
-		return nil, oe
+	if !errors.As(err, &oe) {
+		return err
 	}
-	return nil, err
+	if oe.Index > 0 {
+		oe.Index--
+		h.l.c.explainNoParent(ctx, oe)
+		return oe
+	}
+	if !errors.Is(oe.Err, ErrNoNode) {
+		return fmt.Errorf("commit: check of %s: %w", h.path, oe.Err)
+	}
+	reason := ErrNodeDeleted
+	if sid := h.l.c.zk.SessionID(); sid != 0 && sid != h.session {
+		reason = ErrSessionExpired
+	}
+	h.lose(reason)
+	return fmt.Errorf("commit: %s: %w", h.path, lostError(reason))
 }
 
 // inForce is Commit's look at the hold before it sends anything: nil, or

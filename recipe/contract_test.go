@@ -1,22 +1,21 @@
 package recipe_test
 
-// The contract with go-zookeeper. Direct requests (recipe/direct.go) rest
-// on how go-zookeeper uses its connection, which is not its API. Each test
-// here pins one of those assumptions on the go-zookeeper version in go.mod,
-// against a real server, by recording go-zookeeper's own connection: no
-// code of ours is between them. scripts/contract-breaks.sh builds
-// go-zookeeper with each assumption broken on purpose
-// (patches/contract/*.patch) and checks that the test named in the patch
-// fails; the wire tap checks the same assumptions on every connection of
-// every client (recipe/wire.go).
+// The contract with go-zookeeper. The wire tap (recipe/wire.go) and the
+// connection under it (recipe/conn.go) rest on how go-zookeeper uses its
+// connection, which is not its API. Each test here pins one of those
+// assumptions on the go-zookeeper version in go.mod, against a real
+// server, by recording go-zookeeper's own connection: no code of ours is
+// between them. scripts/contract-breaks.sh builds go-zookeeper with each
+// assumption broken on purpose (patches/contract/*.patch) and checks that
+// the test named in the patch fails.
 
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +24,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
-	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -70,6 +68,10 @@ type recConn struct {
 	writing atomic.Int32
 	overlap atomic.Bool // two writes at once
 	closed  atomic.Bool
+	// With fail set, every read fails; readsAfter counts them (the first
+	// included).
+	fail       atomic.Bool
+	readsAfter atomic.Int32
 
 	wmu sync.Mutex // writes, go-zookeeper's and inject's, one at a time
 	mu  sync.Mutex
@@ -97,8 +99,7 @@ func (r *recConn) Write(p []byte) (int, error) {
 	return r.Conn.Write(p)
 }
 
-// inject writes a frame of our own between go-zookeeper's, as a direct
-// request does.
+// inject writes bytes of our own between go-zookeeper's.
 func (r *recConn) inject(p []byte) error {
 	r.wmu.Lock()
 	defer r.wmu.Unlock()
@@ -106,7 +107,14 @@ func (r *recConn) inject(p []byte) error {
 	return err
 }
 
+// errInjected is the error of a read that a test made fail.
+var errInjected = errors.New("read failed on purpose")
+
 func (r *recConn) Read(p []byte) (int, error) {
+	if r.fail.Load() {
+		r.readsAfter.Add(1)
+		return 0, errInjected
+	}
 	n, err := r.Conn.Read(p)
 	r.mu.Lock()
 	r.in = append(r.in, p[:n]...)
@@ -236,11 +244,12 @@ func reconnected(t *testing.T, conn *zk.Conn, rec *wireRecorder, n int) *recConn
 	return rec.last()
 }
 
-// Every frame go-zookeeper writes goes out in one Write, the connect
-// request first, one writer at a time, and nothing follows the connect
-// request until the whole connect response is read; on every connection,
-// also after a reconnect with credentials and watches to send again,
-// under concurrent requests and pings.
+// The connect request is the first write on a connection, one writer at a
+// time, and nothing follows it until the whole connect response is read
+// (so the tap takes the first frame each way for the connect request and
+// its response); on every connection, also after a reconnect with
+// credentials and watches to send again, under concurrent requests and
+// pings.
 func TestContractFrames(t *testing.T) {
 	srv := zktest.Shared(t)
 	proxy := srv.Proxy(t)
@@ -281,10 +290,6 @@ func TestContractFrames(t *testing.T) {
 		ws := c.writes()
 		frames, ends := c.replies()
 		for j, w := range ws {
-			if !isOneFrame(w.p) {
-				t.Errorf("connection %d, write %d: %d bytes that are not one frame", i, j, len(w.p))
-				continue
-			}
 			if j == 0 {
 				if len(w.p) < 4+28 || binary.BigEndian.Uint32(w.p[4:]) != 0 {
 					t.Errorf("connection %d: the first write is not a connect request: % x", i, w.p[:min(len(w.p), 16)])
@@ -307,167 +312,8 @@ func TestContractFrames(t *testing.T) {
 	}
 }
 
-// go-zookeeper's xids rise by one per request, and run on across
-// connections.
-func TestContractXids(t *testing.T) {
-	srv := zktest.Shared(t)
-	proxy := srv.Proxy(t)
-	conn, rec, _ := contractConn(t, proxy.Addr())
-	for range 20 {
-		if _, _, err := conn.Exists("/"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	proxy.DropAll()
-	reconnected(t, conn, rec, 1)
-	for range 20 {
-		if _, _, err := conn.Exists("/"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var xids []int32
-	for i, c := range rec.all() {
-		for _, w := range c.writes()[1:] {
-			if xid, op := xidOp(w.p); xid >= 0 {
-				if len(xids) > 0 && xid <= xids[len(xids)-1] {
-					t.Errorf("connection %d: xid %d (op %d) after %d", i, xid, op, xids[len(xids)-1])
-				}
-				xids = append(xids, xid)
-			}
-		}
-	}
-	if len(xids) < 40 {
-		t.Fatalf("%d requests recorded, want 40 or more", len(xids))
-	}
-	t.Logf("xids %d to %d over %d connections", xids[0], xids[len(xids)-1], len(rec.all()))
-}
-
-// A reply to a request go-zookeeper did not send (a direct request's) is
-// passed over: the connection goes on, go-zookeeper logs it with exactly
-// the line the client's logger leaves out (recipe.UnknownReplyFormat, the
-// xid an int32), and it notes the reply's zxid as the last it has seen, so
-// its next connect request does not go back in time past it.
-func TestContractUnknownReply(t *testing.T) {
-	srv := zktest.Shared(t)
-	proxy := srv.Proxy(t)
-	conn, rec, logs := contractConn(t, proxy.Addr())
-	dir := zktest.UniquePath(t)
-	mkdir(t, conn, dir)
-	c := rec.last()
-	var last int32
-	for _, w := range c.writes()[1:] {
-		if xid, _ := xidOp(w.p); xid > last {
-			last = xid
-		}
-	}
-	// A create, so that its reply carries a zxid newer than any
-	// go-zookeeper has seen.
-	xid := last + 1<<30
-	body := binary.BigEndian.AppendUint32(nil, uint32(xid))
-	body = binary.BigEndian.AppendUint32(body, 1) // create
-	body = appendJute(body, []byte(dir+"/injected"))
-	body = appendJute(body, nil)
-	body = binary.BigEndian.AppendUint32(body, 1) // one ACL
-	body = binary.BigEndian.AppendUint32(body, uint32(zk.PermAll))
-	body = appendJute(body, []byte("world"))
-	body = appendJute(body, []byte("anyone"))
-	body = binary.BigEndian.AppendUint32(body, 0) // persistent
-	if err := c.inject(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)); err != nil {
-		t.Fatal(err)
-	}
-	var zxid int64
-	locktest.Eventually(t, 10*time.Second, "the injected create's reply", func() bool {
-		var code int32
-		var ok bool
-		zxid, code, _, ok = c.replyTo(xid)
-		return ok && code == 0
-	})
-	// Let go-zookeeper read it (it reads in order, and the reply is read).
-	locktest.Eventually(t, 10*time.Second, "go-zookeeper's log line for the unknown reply", func() bool {
-		return len(unknownLines(logs)) > 0
-	})
-	lines := unknownLines(logs)
-	if len(lines) != 1 || len(lines[0].args) != 1 || lines[0].args[0] != any(xid) {
-		t.Fatalf("log lines for the unknown reply: %+v, want one with the int32 xid %d", lines, xid)
-	}
-	// No request of go-zookeeper's between the reply and the reconnect
-	// (a read's reply would carry a zxid no older): the connection is
-	// still the first after a while, then drop it, and read the next
-	// connect request.
-	time.Sleep(200 * time.Millisecond)
-	if n := len(rec.all()); n != 1 || c.closed.Load() {
-		t.Fatalf("%d connections (closed %v): the unknown reply cost the connection", n, c.closed.Load())
-	}
-	proxy.DropAll()
-	next := reconnected(t, conn, rec, 1)
-	connect := next.writes()[0].p
-	if seen := int64(binary.BigEndian.Uint64(connect[8:])); seen < zxid {
-		t.Fatalf("the next connect request says the last zxid seen is %#x, before the unknown reply's %#x", seen, zxid)
-	}
-}
-
-// unknownLines returns go-zookeeper's log lines for replies to unknown
-// requests.
-func unknownLines(l *logRecorder) []logLine {
-	var out []logLine
-	for _, line := range l.all() {
-		if line.format == recipe.UnknownReplyFormat {
-			out = append(out, line)
-		} else if strings.Contains(strings.ToLower(line.format), "unknown") {
-			out = append(out, logLine{format: line.format, args: []any{"(another text)"}})
-		}
-	}
-	return out
-}
-
-func appendJute(b, s []byte) []byte {
-	if s == nil {
-		return binary.BigEndian.AppendUint32(b, 0xffffffff)
-	}
-	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
-}
-
-// On a new connection go-zookeeper sends every credential it has again
-// before anything else, as setAuth requests (opcode 100) with ordinary
-// xids, in the order they were added, each once the last was answered.
-func TestContractCredentialsResent(t *testing.T) {
-	srv := zktest.Shared(t)
-	proxy := srv.Proxy(t)
-	conn, rec, _ := contractConn(t, proxy.Addr())
-	creds := []string{"a:1", "b:2"}
-	for _, cred := range creds {
-		if err := conn.AddAuth("digest", []byte(cred)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	proxy.DropAll()
-	c := reconnected(t, conn, rec, 1)
-	ws := c.writes()
-	if len(ws) < 1+len(creds)+1 {
-		t.Fatalf("%d writes on the new connection", len(ws))
-	}
-	for i, cred := range creds {
-		w := ws[1+i]
-		xid, op := xidOp(w.p)
-		if op != 100 || !bytes.Contains(w.p, []byte(cred)) {
-			t.Fatalf("write %d on the new connection: op %d, % x; want setAuth of %q", 1+i, op, w.p[:min(len(w.p), 24)], cred)
-		}
-		if xid < 0 {
-			t.Errorf("setAuth sent again with xid %d: an ordinary (non-negative) xid was pinned", xid)
-		}
-		_, code, end, ok := c.replyTo(xid)
-		if !ok || code != 0 {
-			t.Fatalf("setAuth %q: no accepted reply (%v, %d)", cred, ok, code)
-		}
-		if next := ws[2+i]; next.readUntil < end {
-			_, op := xidOp(next.p)
-			t.Errorf("write %d (op %d) went out before setAuth %q was answered", 2+i, op, cred)
-		}
-	}
-}
-
-// go-zookeeper closes a connection that failed (the direct requests still
-// waiting on it fail then), but leaves, without closing it, one whose
+// go-zookeeper closes a connection that failed, but leaves, without
+// closing it, one whose
 // connect response said the session expired (the client closes that one
 // itself).
 func TestContractConnectionClosed(t *testing.T) {
@@ -498,4 +344,36 @@ func TestContractConnectionClosed(t *testing.T) {
 		t.Fatal("go-zookeeper closed the connection answered as expired: it used to leave it (see trackedConn.closeAbandoned)")
 	}
 	expired[0].Conn.Close()
+}
+
+func mkdir(t *testing.T, conn *zk.Conn, dir string) {
+	t.Helper()
+	for _, p := range []string{"/zktest", dir} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A read that fails ends the connection for go-zookeeper: it reads no more
+// from it, closes it, and dials again. (The wire tap ends a connection
+// whose server sent a bad frame this way: the frames before it, then the
+// error.)
+func TestContractReadErrorEndsConnection(t *testing.T) {
+	srv := zktest.Shared(t)
+	conn, rec, _ := contractConn(t, srv.Addr())
+	failed := rec.last()
+	failed.fail.Store(true)
+	conn.Exists("/") // its reply can no longer be read
+	c := reconnected(t, conn, rec, 1)
+	if c == failed {
+		t.Fatal("no new connection")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := failed.readsAfter.Load(); n != 1 {
+		t.Errorf("%d reads of the failed connection after its error, want none", n-1)
+	}
+	if !failed.closed.Load() {
+		t.Error("the failed connection was not closed")
+	}
 }

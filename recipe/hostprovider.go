@@ -29,20 +29,29 @@ import (
 // second and fail queued requests with ErrNoServer): requests wait for the
 // reconnect, bounded by their callers' contexts. Once the client is closing
 // it does, so that go-zookeeper notices and stops.
+//
+// The pacer, which is not safe for concurrent use, is touched only by Next,
+// one call at a time (round), whichever goroutines go-zookeeper and the
+// wire tap call from: answered only asks for a fresh schedule.
 type hostProvider struct {
 	c *Client
 
+	round sync.Mutex   // held through Next: the pacer is Next's alone
+	pace  *retry.Pacer // the schedule of the rounds since the last connection
+
 	mu      sync.Mutex
 	servers []string
-	next    int          // index of the server to dial next
-	tried   int          // dials since the last connection
-	pace    *retry.Pacer // the schedule of the rounds since the last connection
+	next    int  // index of the server to dial next
+	tried   int  // dials since the last connection
+	fresh   bool // a server answered: the schedule starts afresh
 }
 
 // Init implements zk.HostProvider. Addresses are dialled as given (host
 // names are resolved at every dial), in a random order so that clients
 // spread over an ensemble.
 func (h *hostProvider) Init(servers []string) error {
+	h.round.Lock()
+	defer h.round.Unlock()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.servers = append([]string(nil), servers...)
@@ -61,7 +70,13 @@ func (h *hostProvider) Len() int {
 
 // Next implements zk.HostProvider.
 func (h *hostProvider) Next() (server string, retryStart bool) {
+	h.round.Lock()
+	defer h.round.Unlock()
 	h.mu.Lock()
+	if h.fresh {
+		h.fresh = false
+		h.pace.Reset()
+	}
 	if h.tried >= len(h.servers) {
 		// A whole round of dials failed: wait before the next round.
 		h.tried = 0
@@ -95,5 +110,5 @@ func (h *hostProvider) answered() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.tried = 0
-	h.pace.Reset()
+	h.fresh = true
 }

@@ -14,9 +14,6 @@ import (
 
 func (c *Client) children(ctx context.Context, dir string) ([]string, error) {
 	c.stats.lists.Add(1)
-	if names, ok, err := c.directChildren(ctx, dir); ok {
-		return names, err
-	}
 	var names []string
 	err := c.call(ctx, func() (err error) {
 		names, _, err = c.zk.Children(dir)
@@ -101,9 +98,6 @@ func (c *Client) setData(ctx context.Context, path string, data []byte) error {
 
 func (c *Client) delete(ctx context.Context, path string) error {
 	c.stats.deletes.Add(1)
-	if ok, err := c.directDelete(ctx, path); ok {
-		return err
-	}
 	return c.call(ctx, func() error { return c.zk.Delete(path, -1) })
 }
 
@@ -182,16 +176,12 @@ type queueRead struct {
 // session's requests in order, reads after it created the node. read is
 // nil when the reads were not sent (not asked for, or the create's reply
 // came first) or were not answered before ctx ended; the caller then reads
-// separately. Where the connection takes direct requests, the create and
-// the reads go out in one write instead (see directCreate).
+// separately.
 func (c *Client) createThenRead(ctx context.Context, req createRequest) (createResult, error) {
 	if err := ctx.Err(); err != nil {
 		return createResult{}, err
 	}
 	c.stats.creates.Add(1)
-	if res, ok, err := c.directCreate(ctx, req); ok {
-		return res, err
-	}
 	path := req.paths[0]
 	var written <-chan struct{} // nil: never
 	if req.behind {
@@ -241,30 +231,16 @@ func (c *Client) createThenRead(ctx context.Context, req createRequest) (createR
 }
 
 // readBehind sends the reads of createThenRead: the listing of the
-// directory (a direct request where the connection takes one), and its
-// data if asked for. Each of reads is closed once its read is answered;
+// directory, and its data if asked for. Each of reads is closed once its read is answered;
 // collect then fills q.
 func (c *Client) readBehind(ctx context.Context, req createRequest) (q *queueRead, reads []<-chan struct{}, collect func()) {
 	q = &queueRead{}
 	c.stats.lists.Add(1)
-	var listed func() error
-	if calls, ok, err := c.sendDirect(ctx, directReq{opGetChildren, req.dir, noWatch}); ok && err != nil {
-		reads = append(reads, closedChan)
-		listed = func() error { return err }
-	} else if ok {
-		reads = append(reads, calls[0].done)
-		listed = func() (err error) {
-			q.names, err = calls[0].children()
-			return err
-		}
-	} else {
-		r := c.start(func() (err error) {
-			q.names, _, err = c.zk.Children(req.dir)
-			return err
-		})
-		reads = append(reads, r.done)
-		listed = func() error { return r.err }
-	}
+	l := c.start(func() (err error) {
+		q.names, _, err = c.zk.Children(req.dir)
+		return err
+	})
+	reads = append(reads, l.done)
 	var read func() error
 	if req.readDir {
 		c.stats.reads.Add(1)
@@ -276,7 +252,7 @@ func (c *Client) readBehind(ctx context.Context, req createRequest) (q *queueRea
 		read = func() error { return r.err }
 	}
 	return q, reads, func() {
-		q.errL = c.mapClosed(listed())
+		q.errL = c.mapClosed(l.err)
 		if read != nil {
 			q.errD = c.mapClosed(read())
 		}

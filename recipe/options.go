@@ -4,8 +4,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -39,10 +37,10 @@ type config struct {
 
 	tls       *tls.Config
 	maxPacket int
+	maxFrame  int
 
 	tolerateSuspension bool // ride out a silence while the session may live
 	anyDirACL          bool // queue in lock directories whatever their ACL grants others
-	direct             int8 // direct requests: 1 on, -1 off, 0 as ZKRECIPES_DIRECT_REQUESTS says (default on)
 
 	dialerSet, tracerSet, meterSet, tlsSet bool // set by an option, so nil is refused
 }
@@ -55,6 +53,7 @@ func defaultConfig() config {
 		retry:          retry.Default(),
 		cleanupGrace:   500 * time.Millisecond,
 		maxPacket:      defaultMaxPacket,
+		maxFrame:       DefaultMaxFrame,
 	}
 }
 
@@ -88,9 +87,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: max packet %d below %d bytes", ErrInvalidArgument, c.maxPacket, minMaxPacket)
 	case c.maxPacket > zkSendBuffer:
 		return fmt.Errorf("%w: max packet %d above the %d bytes go-zookeeper can send", ErrInvalidArgument, c.maxPacket, zkSendBuffer)
-	}
-	if err := c.directFromEnv(); err != nil {
-		return err
+	case c.maxFrame < minMaxFrame || c.maxFrame > maxMaxFrame:
+		return fmt.Errorf("%w: max frame %d out of range: %d to %d bytes", ErrInvalidArgument, c.maxFrame, minMaxFrame, maxMaxFrame)
 	}
 	if err := retry.Validate(c.retry); err != nil {
 		return fmt.Errorf("%w: retry policy: %w", ErrInvalidArgument, err)
@@ -246,51 +244,20 @@ func WithMaxPacket(n int) Option {
 	return func(c *config) { c.maxPacket = n }
 }
 
-// WithDirectRequests turns direct requests on or off. With them (the
-// default), the requests of every acquire, hand-off and release (the
-// create of the node and the reads sent behind it, a waiter's listing,
-// the delete) are written on the connection by the calling goroutine and
-// their replies taken as go-zookeeper reads them, instead of going
-// through go-zookeeper's request queue; see docs/architecture.md. Off,
-// every request goes through go-zookeeper: the same requests, the same
-// guarantees, at a higher cost per request (docs/performance.md).
-//
-// Direct requests rest on how go-zookeeper uses the connection, which is
-// not its API. The client checks that on the live wire and turns direct
-// requests off by itself, for good, at the first frame that breaks it, and
-// starts with them off when the build names a go-zookeeper version they
-// were never tested with ([Stats].DirectDisabled). This option is for
-// turning them off by hand; on is the default.
-//
-// Without this option, the environment variable ZKRECIPES_DIRECT_REQUESTS
-// decides: "off" (or "0", "false") turns them off, "on" (or "1", "true",
-// or unset) leaves them on; another value makes [Connect] fail with
-// [ErrInvalidArgument].
-func WithDirectRequests(on bool) Option {
-	return func(c *config) {
-		c.direct = -1
-		if on {
-			c.direct = 1
-		}
-	}
+// WithMaxFrame sets the largest frame, in bytes, the client accepts from
+// a server: a reply, a watch notification. Default [DefaultMaxFrame]
+// (8 MiB), room for a listing of 100,000 lock nodes; the least accepted is
+// 2 MiB (a node of ZooKeeper's default 1 MiB limit and its listing), the
+// most 1 GiB. A frame announcing more ends its connection before any of
+// it is read, and go-zookeeper dials again: the client never allocates
+// what a server merely announces (see docs/failure-model.md, "A hostile
+// server").
+func WithMaxFrame(n int) Option {
+	return func(c *config) { c.maxFrame = n }
 }
 
-// directEnv is the environment variable that turns direct requests off
-// when no option says (see WithDirectRequests).
-const directEnv = "ZKRECIPES_DIRECT_REQUESTS"
-
-// directFromEnv applies directEnv to a config no option set.
-func (c *config) directFromEnv() error {
-	if c.direct != 0 {
-		return nil
-	}
-	switch v := os.Getenv(directEnv); strings.ToLower(v) {
-	case "", "on", "1", "true":
-		c.direct = 1
-	case "off", "0", "false":
-		c.direct = -1
-	default:
-		return fmt.Errorf("%w: %s=%q: want on or off", ErrInvalidArgument, directEnv, v)
-	}
-	return nil
-}
+// Bounds of WithMaxFrame.
+const (
+	minMaxFrame = 2 << 20
+	maxMaxFrame = 1 << 30
+)

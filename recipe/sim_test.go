@@ -51,6 +51,8 @@ var (
 	simVerbose   = flag.Bool("sim.trace", false, "print every schedule's trace")
 	simDuration  = flag.Duration("sim.duration", 0, "stop starting schedules after this long (0: run them all)")
 	simReplays   = flag.Int("sim.replays", 20, "replays of each scripted case in TestSimulateCases")
+	simHostile   = flag.Bool("sim.hostile", true, "add bad frames from the server (simHostileKinds) to every schedule")
+	simHostileOf = flag.String("sim.hostile.kinds", "", "draw the bad frames from these kinds only (comma-separated; empty: all)")
 )
 
 // simConfig is one schedule's workload, drawn from its seed.
@@ -131,11 +133,62 @@ type simFault struct {
 var simFaultKinds = []string{"lose-reply", "drop-request", "drop", "partition", "expire", "slow", "pause",
 	"partition-up", "partition-down", "pieces", "expire-cut", "restart", "lag"}
 
+// simHostileKinds are the bad frames a schedule draws from, after the
+// faults above (so that a seed's other faults stay as they were), one or
+// two a schedule (see simzk.Hostile for each): frames shorter than a
+// reply header (short-event, short-header, short-unknown), a reply to an
+// xid never sent (unknown-xid), a frame announcing 0xfffffff0 bytes
+// (oversized), a string longer than its frame (bad-string), a frame cut
+// by the server closing the connection (truncated), a listing of 2^31-1
+// children (bad-listing), a reply whose zxid goes back to 1 (zxid-back),
+// and connect responses granting 0, -1 or 1 ms or with a 4 KiB password
+// (connect-*: the client's connections are reset, so that it connects
+// again). Each is armed for simWindow and sent once, on the first frame
+// it fits. The client must end the connection when the frame reaches it
+// (simzk.World.HostileKept) and carry on as after any lost connection.
+var simHostileKinds = simzk.Hostiles()
+
+// simHostileKind returns the kind named name, if it is one.
+func simHostileKind(name string) (simzk.Hostile, bool) {
+	for _, k := range simHostileKinds {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// drawHostile draws one or two bad frames over the first span of
+// virtual time.
+func drawHostile(rng *rand.Rand, cfg simConfig, span time.Duration) []simFault {
+	kinds := simHostileKinds
+	if *simHostileOf != "" {
+		kinds = nil
+		for name := range strings.SplitSeq(*simHostileOf, ",") {
+			if k, ok := simHostileKind(strings.TrimSpace(name)); ok {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	out := make([]simFault, 1+rng.IntN(2))
+	for i := range out {
+		out[i] = simFault{At: time.Duration(rng.Int64N(int64(span))), Client: rng.IntN(cfg.clients),
+			Kind: kinds[rng.IntN(len(kinds))].String()}
+	}
+	return out
+}
+
 // simWindow is how long slow and pieces last.
 const simWindow = 2 * time.Second
 
 // over is when the fault is over, for a session of the given timeout.
 func (f simFault) over(session time.Duration) time.Duration {
+	if _, ok := simHostileKind(f.Kind); ok {
+		return f.At + simWindow
+	}
 	switch f.Kind {
 	case "slow", "pieces":
 		return f.At + simWindow
@@ -413,6 +466,13 @@ func (r *simRun) inject(clients []*simClient) {
 		}
 		cl := clients[f.Client]
 		r.logf("fault: %v", f)
+		if k, ok := simHostileKind(f.Kind); ok {
+			cl.host.Hostile(k, simWindow)
+			if strings.HasPrefix(f.Kind, "connect-") {
+				cl.host.Drop()
+			}
+			continue
+		}
 		switch f.Kind {
 		case "lose-reply":
 			cl.host.DieAfterApply(simzk.AnyOp)
@@ -658,6 +718,15 @@ func (r *simRun) run() {
 	for _, v := range r.world.Violations() {
 		r.fail("protocol: %s", v)
 	}
+	for _, v := range r.world.HostileKept() {
+		r.fail("hostile wire: %s", v)
+	}
+	for _, cl := range clients {
+		if n := cl.host.HostileSent(); n > 0 {
+			opened, _ := cl.host.Dials()
+			r.logf("client %d: %d bad frames sent, %d refused, %d connections opened", cl.id, n, cl.c.Stats().RefusedFrames, opened)
+		}
+	}
 	if n := r.world.LagRefusals(); n > 0 {
 		r.logf("server: %d reconnects refused by lagging followers", n)
 	}
@@ -668,7 +737,12 @@ func (r *simRun) run() {
 func runSchedule(t *testing.T, seed uint64) (fails, trace []string) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	cfg := drawConfig(rng)
-	return runScripted(t, seed, cfg, drawFaults(rng, cfg, 3*time.Second))
+	faults := drawFaults(rng, cfg, 3*time.Second)
+	if *simHostile {
+		faults = append(faults, drawHostile(rng, cfg, 3*time.Second)...)
+		slices.SortStableFunc(faults, func(a, b simFault) int { return int(a.At - b.At) })
+	}
+	return runScripted(t, seed, cfg, faults)
 }
 
 // runScripted runs a workload and a schedule of faults given in full
@@ -778,6 +852,48 @@ var simCases = []struct {
 		simConfig{kind: "semaphore", clients: 2, cycles: 8, session: 2 * time.Second, handles: 8},
 		[]simFault{{At: 300 * time.Millisecond, Client: 0, Kind: "drop"},
 			{At: 600 * time.Millisecond, Client: 1, Kind: "drop"}},
+	},
+	// Bad frames from the server (simHostileKinds): each must end the
+	// connection it came on, and the clients carry on.
+	{
+		"bad frames on a mutex", 2,
+		simConfig{kind: "mutex", clients: 2, cycles: 6, session: 2 * time.Second, handles: 2},
+		[]simFault{{At: 200 * time.Millisecond, Client: 0, Kind: "short-event"},
+			{At: 500 * time.Millisecond, Client: 1, Kind: "unknown-xid"},
+			{At: 900 * time.Millisecond, Client: 0, Kind: "oversized"},
+			{At: 1200 * time.Millisecond, Client: 1, Kind: "bad-listing"},
+			{At: 1500 * time.Millisecond, Client: 0, Kind: "zxid-back"},
+			{At: 1800 * time.Millisecond, Client: 1, Kind: "truncated"}},
+	},
+	{
+		// A reply's zxid going back, while both clients cycle (plant
+		// zxidback: the tap takes it as it comes, with the connection
+		// open).
+		"zxids going backwards, mid-run", 4,
+		simConfig{kind: "mutex", clients: 2, cycles: 8, session: 2 * time.Second, handles: 2},
+		[]simFault{{At: 30 * time.Millisecond, Client: 0, Kind: "zxid-back"},
+			{At: 40 * time.Millisecond, Client: 1, Kind: "zxid-back"},
+			{At: 90 * time.Millisecond, Client: 0, Kind: "zxid-back"}},
+	},
+	{
+		"bad connect responses and short frames on a semaphore", 3,
+		simConfig{kind: "semaphore", clients: 3, cycles: 5, session: 2 * time.Second},
+		[]simFault{{At: 300 * time.Millisecond, Client: 0, Kind: "connect-timeout-0"},
+			{At: 800 * time.Millisecond, Client: 1, Kind: "connect-timeout-neg"},
+			{At: 1300 * time.Millisecond, Client: 2, Kind: "connect-timeout-1ms"},
+			{At: 1800 * time.Millisecond, Client: 0, Kind: "connect-passwd"},
+			{At: 2100 * time.Millisecond, Client: 1, Kind: "short-header"},
+			{At: 2400 * time.Millisecond, Client: 2, Kind: "short-unknown"},
+			{At: 2700 * time.Millisecond, Client: 0, Kind: "bad-string"}},
+	},
+	{
+		// A bad listing held up by a partition of the server's replies,
+		// on a reader-writer lock whose waiters list often.
+		"bad listing behind a one-way partition", 4,
+		simConfig{kind: "rwlock", clients: 3, cycles: 5, session: 2 * time.Second, tolerant: true},
+		[]simFault{{At: 400 * time.Millisecond, Client: 0, Kind: "bad-listing"},
+			{At: 410 * time.Millisecond, Client: 0, Kind: "partition-down", Dur: 500 * time.Millisecond},
+			{At: 1000 * time.Millisecond, Client: 2, Kind: "oversized"}},
 	},
 }
 

@@ -33,15 +33,10 @@ type Stats struct {
 	// ([WithSuspensionTolerance]): silences past the loss timeout that
 	// did not end the epoch.
 	Suspensions int64
-	// Direct counts the requests among the above that were written on
-	// the connection by their caller rather than through go-zookeeper
-	// (see [WithDirectRequests]).
-	Direct int64
-	// DirectDisabled is 1 once the client turned direct requests off by
-	// itself: at Connect, for a go-zookeeper version they were never
-	// tested with, or later, when the wire broke an assumption they rest
-	// on. It is 0 otherwise, also when they were turned off by option.
-	DirectDisabled int64
+	// RefusedFrames counts the frames from servers that the client
+	// refused (too long, too short, out of step, or not parsing for the
+	// request they answer), each of which ended its connection.
+	RefusedFrames int64
 }
 
 // RoundTrips returns the number of requests counted in s.
@@ -58,7 +53,7 @@ func (s Stats) Sub(o Stats) Stats {
 		Wakeups: s.Wakeups - o.Wakeups, Retries: s.Retries - o.Retries,
 		Recovered: s.Recovered - o.Recovered, Acquired: s.Acquired - o.Acquired, Lost: s.Lost - o.Lost,
 		EpochsEnded: s.EpochsEnded - o.EpochsEnded, Suspensions: s.Suspensions - o.Suspensions,
-		Direct: s.Direct - o.Direct, DirectDisabled: s.DirectDisabled - o.DirectDisabled,
+		RefusedFrames: s.RefusedFrames - o.RefusedFrames,
 	}
 }
 
@@ -68,7 +63,7 @@ type stats struct {
 	wakeups, retries, recovered    atomic.Int64
 	acquired, lost, epochsEnded    atomic.Int64
 	writes, suspensions, commits   atomic.Int64
-	direct, directDisabled         atomic.Int64
+	refusedFrames                  atomic.Int64
 }
 
 func (s *stats) snapshot() Stats {
@@ -78,6 +73,6 @@ func (s *stats) snapshot() Stats {
 		Wakeups: s.wakeups.Load(), Retries: s.retries.Load(),
 		Recovered: s.recovered.Load(), Acquired: s.acquired.Load(), Lost: s.lost.Load(),
 		EpochsEnded: s.epochsEnded.Load(), Suspensions: s.suspensions.Load(), Writes: s.writes.Load(), Commits: s.commits.Load(),
-		Direct: s.direct.Load(), DirectDisabled: s.directDisabled.Load(),
+		RefusedFrames: s.refusedFrames.Load(),
 	}
 }

@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -8,33 +9,46 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipe/internal/jute"
 )
 
-// go-zookeeper's Create returns the new node's path but drops the zxid of
-// the reply, which is the node's czxid: the fencing token. Reading the token
-// back would cost a round trip on every acquire, so the connection wrapper
-// watches the wire instead: it notes the xids of create requests as they are
-// written and, as replies are read, the zxid of each successful create with
-// the path it returned. The engine takes the zxid by path right after Create
-// returns (go-zookeeper reads the reply before it hands the result over).
-// Nothing is altered on the wire; where anything does not parse, nothing is
-// noted and the engine reads the node instead. (A create sent as a direct
-// request, see direct.go, takes its zxid from its own reply.)
+// The wire tap follows one connection's frames in both directions, for
+// three things the engine needs and go-zookeeper does not give:
+//
+//   - the zxid of each create's reply, which is the new node's czxid, the
+//     fencing token (go-zookeeper's Create drops it, and reading it back
+//     would cost a round trip on every acquire);
+//   - the moment a create request is written, so that a listing can follow
+//     it in the same round trip (createWrites);
+//   - proof of life: the write time of each request a server answered.
+//
+// It is also the client's guard against the server. Whatever arrives is
+// untrusted: the tap takes each frame whole and checks it (its length
+// against the cap, its header, the request it answers, its body by that
+// request's opcode, the order of zxids) before go-zookeeper reads a byte
+// of it. A frame that fails ends the connection, and go-zookeeper dials
+// again; go-zookeeper never parses it (see checkReply).
 
 const (
-	// Negative xids: watch notifications, pings, and, in some clients,
-	// credentials and watches sent again after a reconnect.
-	xidWatchEvent = -1
-	xidPing       = -2
-	xidSetAuth    = -4
-	xidSetWatches = -8
+	maxNotedCreates = 4096 // bound on zxids not (yet) taken by the engine
+	maxWirePath     = 4096 // longer paths are not noted
 
-	opCreate          = 1
-	opCreate2         = 15
-	opCreateContainer = 19
-	opCreateTTL       = 21
+	// maxInflight bounds the requests followed on one connection; more
+	// than this many unanswered is no traffic of go-zookeeper's.
+	maxInflight = 1 << 16
+)
 
-	maxNotedCreates = 4096    // bound on zxids not (yet) taken by the engine
-	maxWirePath     = 4096    // longer paths are not noted
-	maxPrealloc     = 1 << 20 // a direct reply's body grows past this as it arrives
+// Bounds of the connect response. The granted session timeout must lie in
+// [minGrantedTimeout, maxGrantedTimeout]: go-zookeeper pings every third
+// of it and panics on a grant of 0 or less, a grant of a few milliseconds
+// makes it ping at that pace, and no ZooKeeper configuration we know of
+// grants under 100 ms (the server's floor is two ticks) or above an hour.
+// The password is 16 bytes from every ZooKeeper server; go-zookeeper sends
+// it back in a connect request that has room for little more.
+const (
+	minGrantedTimeout = 100     // ms
+	maxGrantedTimeout = 3600000 // ms
+	maxPassword       = 16
+	// maxConnectResponse: protocol version, timeout, session id, the
+	// password, and the read-only flag.
+	maxConnectResponse = 4 + 4 + 8 + 4 + maxPassword + 1
 )
 
 // createZxids maps the path returned by a create to its zxid.
@@ -98,7 +112,7 @@ func (cw *createWrites) wrote(b []byte) {
 	if cw.waiting.Load() == 0 {
 		return
 	}
-	n, ok := juteLen(b)
+	n, ok := jute.Len(b)
 	if !ok || n < 0 {
 		return
 	}
@@ -111,18 +125,48 @@ func (cw *createWrites) wrote(b []byte) {
 	}
 }
 
-// wireTap follows one connection's frames in both directions.
-//
-// It also checks, on the live wire, what direct requests (direct.go) rely
-// on in go-zookeeper and in the server (see the contract tests,
-// contract_test.go): every frame go-zookeeper writes goes out in one
-// write, the connect request first; go-zookeeper's xids rise; and every
-// reply answers the oldest request still waiting, but for setAuth, which
-// the server answers as soon as it reads it. At the first break it tells
-// broke, takes no more direct requests, and stops checking.
+// grant is what a valid connect response says.
+type grant struct {
+	timeoutMs int32
+	session   int64 // 0: the session expired
+	length    int   // of the frame, after its length
+}
+
+// sessionZxid is the highest zxid a session has seen in replies, across
+// its connections: a reply may not go below it.
+type sessionZxid struct {
+	mu      sync.Mutex
+	session int64
+	zxid    int64
+}
+
+// advance notes zxid, seen in a reply on session, and reports whether it
+// is not below what the session saw before. zxids of 0 or less (watch
+// notifications carry -1, the replies to setAuth 0) are not ordered.
+func (s *sessionZxid) advance(session, zxid int64) bool {
+	if zxid <= 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != session {
+		// A new session owes nothing to the old one's view.
+		s.session, s.zxid = session, 0
+	}
+	if zxid < s.zxid {
+		return false
+	}
+	s.zxid = zxid
+	return true
+}
+
+// wireTap follows one connection's frames in both directions. Writes are
+// go-zookeeper's, noted as they go out (noteWrite); reads come to the tap
+// as whole frames (checkFrame) before go-zookeeper sees them.
 type wireTap struct {
 	out     *createZxids
 	written *createWrites // told of create requests as they are written
+	zxids   *sessionZxid  // the client's, shared by its connections
 
 	// proof, if set, is told of every reply to one of our requests (the
 	// connect request, pings included; not watch notifications) with the
@@ -131,143 +175,56 @@ type wireTap struct {
 	proof func(sentAt int64)
 	now   func() int64
 
-	// connect, if set, is told of the connect response as soon as its
-	// header is read: the frame's length, the session timeout the server
-	// granted, and the session id (0: the session expired).
-	connect func(length int, timeoutMs int32, session int64)
-	// broke, if set, is told once of the first assumption the wire broke.
-	broke func(reason string)
-	// creds, if set, counts the credentials go-zookeeper sends again on
-	// every new connection before anything else (the setAuth requests
-	// answered without error on one connection, the most of any).
-	creds *atomic.Int32
+	// connect, if set, is told of a valid connect response.
+	connect func(grant)
+
+	// limit is the largest frame accepted, after its length.
+	limit int
 
 	mu          sync.Mutex
-	inflight    []wireReq // requests written and not yet answered, in write order
-	connectSent int64     // write time of the connect request
-	wrote       bool      // the first frame (connect request) went out
+	inflight    []wireReq // requests written and not yet answered, in write order, from head
+	head        int
+	connectSent int64  // write time of the connect request
+	wrote       bool   // the first frame (connect request) went out
+	pending     []byte // a frame go-zookeeper wrote in pieces, so far
 
-	// Direct requests (see direct.go), under mu.
-	direct    map[int32]*directCall // by xid, the direct requests waiting for a reply
-	directSeq uint32                // direct requests made
-	lastXid   int32                 // the highest xid go-zookeeper wrote (or, before, the last connection's)
-	authOK    int32                 // setAuth requests answered without error on this connection
-	connected bool                  // the connect response was read and named a live session
-	dead      bool                  // the connection failed or closed, or its session expired
-	broken    bool                  // an assumption broke: no more checks, no direct requests
-
-	// hold, when set, holds back the answer to a direct request until the
-	// reader (go-zookeeper) has read the whole reply (release), so that it
-	// comes after everything the server sent before it (watch events
-	// above all), as go-zookeeper's own replies do; the tap reads bytes as
-	// they arrive from the connection, ahead of go-zookeeper. Under mu.
-	hold    bool
-	held    []heldAnswer
-	holding atomic.Int32 // len(held), read without mu
-
-	// Incoming stream state. The first frame is the connect response.
-	pos       int64 // bytes read from the connection
-	readFirst bool
-	hdr       [20]byte // length + reply header (xid, zxid, err); of the connect response, length + protocol version, timeout, session
-	hdrN      int
-	body      []byte // path reply of a create being collected
-	bodyWant  int    // bytes of body still wanted (collected into body)
-	skip      int    // bytes of the current frame still to skip
-	xid       int32
-	zxid      int64
-	directXid int32 // the direct request whose reply body is being collected
-	forDirect bool  // body is a direct request's reply
-}
-
-// heldAnswer is the reply to a direct request, held until the reader has
-// read up to end (see wireTap.hold).
-type heldAnswer struct {
-	end  int64
-	xid  int32
-	zxid int64
-	body []byte
-	err  error
-}
-
-// deliver answers the direct request xid with its reply, which ends at
-// byte end of the stream: at once, or, with hold, once the reader has read
-// that far. It must be called with w.mu held.
-func (w *wireTap) deliver(end int64, xid int32, zxid int64, body []byte, err error) {
-	if !w.hold {
-		w.answer(xid, zxid, body, err)
-		return
-	}
-	w.held = append(w.held, heldAnswer{end: end, xid: xid, zxid: zxid, body: body, err: err})
-	w.holding.Store(int32(len(w.held)))
-}
-
-// release answers the held replies that end within the first read bytes
-// of the stream, the bytes the reader has taken.
-func (w *wireTap) release(read int64) {
-	if w.holding.Load() == 0 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.releaseLocked(read)
-}
-
-// releaseLocked is release with w.mu held.
-func (w *wireTap) releaseLocked(read int64) {
-	n := 0
-	for _, a := range w.held {
-		if a.end > read {
-			break
-		}
-		w.answer(a.xid, a.zxid, a.body, a.err)
-		n++
-	}
-	if n > 0 {
-		clear(w.held[:n])
-		w.held = w.held[n:]
-		w.holding.Store(int32(len(w.held)))
-	}
+	// Of the reading side (one goroutine, go-zookeeper's).
+	readFirst bool  // the connect response was read
+	session   int64 // the session it named
 }
 
 // wireReq is a request written on the connection and not yet answered.
 type wireReq struct {
 	xid, op int32
 	at      int64 // when it was written, by now
-	direct  bool
 }
 
-const (
-	opSetAuth = 100
-
-	// go-zookeeper's xids rise by one per request, across connections; its
-	// callers take them before they queue their requests, so a frame may go
-	// out behind one with a higher xid (by as many requests as are queued
-	// at once). A go-zookeeper xid further ahead than xidAhead, or further
-	// behind than xidBehind, breaks the assumption (direct requests use
-	// xids directXidGap ahead).
-	xidAhead  = 1 << 28
-	xidBehind = 1 << 20
-
-	// maxInflight bounds the requests followed once checks have stopped.
-	maxInflight = 1 << 16
-)
-
-// oneFrame reports whether p is exactly one frame: a length, then that
-// many bytes.
-func oneFrame(p []byte) bool { return jute.IsFrame(p) }
-
-// noteWrite notes a frame written by go-zookeeper, which writes each
-// request as one whole frame.
-func (w *wireTap) noteWrite(p []byte) { w.noteFrame(p, false) }
-
-// noteDirectWrite notes the frame of a direct request.
-func (w *wireTap) noteDirectWrite(p []byte) { w.noteFrame(p, true) }
-
-func (w *wireTap) noteFrame(p []byte, direct bool) {
-	var broke string
-	defer func() { w.report(broke) }()
+// noteWrite notes bytes go-zookeeper wrote: whole frames, one per write,
+// as it writes them, or the pieces of one.
+func (w *wireTap) noteWrite(p []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if len(w.pending) == 0 && jute.IsFrame(p) {
+		w.noteFrameLocked(p)
+		return
+	}
+	w.pending = append(w.pending, p...)
+	for {
+		n, ok := jute.FrameLen(w.pending)
+		if !ok || n < 0 || len(w.pending)-4 < n {
+			return
+		}
+		w.noteFrameLocked(w.pending[:4+n])
+		w.pending = w.pending[4+n:]
+		if len(w.pending) == 0 {
+			w.pending = nil
+		}
+	}
+}
+
+// noteFrameLocked notes one request frame. It must be called with w.mu
+// held.
+func (w *wireTap) noteFrameLocked(p []byte) {
 	var t int64
 	if w.now != nil {
 		t = w.now()
@@ -275,38 +232,23 @@ func (w *wireTap) noteFrame(p []byte, direct bool) {
 	if !w.wrote {
 		w.wrote = true // the connect request has no request header
 		w.connectSent = t
-		if !oneFrame(p) {
-			broke = w.breakLocked(fmt.Sprintf("the connect request went out as a write of %d bytes that is not one frame", len(p)))
-		}
 		return
 	}
-	if len(p) < 12 || !oneFrame(p) {
-		if !direct {
-			broke = w.breakLocked(fmt.Sprintf("go-zookeeper wrote %d bytes that are not one whole request", len(p)))
-		}
+	h, ok := jute.ParseRequestHeader(p[4:])
+	if !ok {
 		return
 	}
-	h, _ := jute.ParseRequestHeader(p[4:])
-	xid, op := h.Xid, h.Op
-	if !direct && !w.broken {
-		switch d := uint32(xid-w.lastXid) & xidMask; {
-		case xid < 0:
-			if xid != xidPing && xid != xidSetAuth && xid != xidSetWatches {
-				broke = w.breakLocked(fmt.Sprintf("go-zookeeper wrote a request with xid %d", xid))
-			}
-		case d > 0 && d < xidAhead:
-			w.lastXid = xid
-		case d > xidMask-xidBehind:
-			// Written behind a request that took its xid later.
-		default:
-			broke = w.breakLocked(fmt.Sprintf("go-zookeeper wrote xid %d after xid %d", xid, w.lastXid))
-		}
+	if len(w.inflight)-w.head >= maxInflight {
+		w.head++
 	}
-	if len(w.inflight) >= maxInflight {
-		w.inflight = w.inflight[1:]
+	if w.head > 0 && len(w.inflight) == cap(w.inflight) {
+		// Full: move the requests in flight to the front, in place.
+		n := copy(w.inflight, w.inflight[w.head:])
+		clear(w.inflight[n:])
+		w.inflight, w.head = w.inflight[:n], 0
 	}
-	w.inflight = append(w.inflight, wireReq{xid: xid, op: op, at: t, direct: direct})
-	if isCreate(op) && !direct && w.written != nil {
+	w.inflight = append(w.inflight, wireReq{xid: h.Xid, op: h.Op, at: t})
+	if isCreate(h.Op) && w.written != nil {
 		w.written.wrote(p[12:])
 	}
 }
@@ -315,183 +257,147 @@ func (w *wireTap) noteFrame(p []byte, direct bool) {
 // the new node's path.
 func isCreate(op int32) bool {
 	switch op {
-	case opCreate, opCreate2, opCreateContainer, opCreateTTL:
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
 		return true
 	}
 	return false
 }
 
-// breakLocked notes that the wire broke an assumption, the first time:
-// the connection takes no more direct requests and checks stop. It
-// returns the reason to report once w.mu is released ("" if one was
-// already noted). It must be called with w.mu held.
-func (w *wireTap) breakLocked(reason string) string {
-	if w.broken {
-		return ""
-	}
-	w.broken = true
-	return reason
+// errBadFrame is wrapped by the error that ends a connection whose server
+// sent a frame the tap refused.
+var errBadFrame = errors.New("recipe: refused a frame from the server")
+
+// badFrame returns the error that ends the connection for a frame the tap
+// refused, with why.
+func badFrame(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBadFrame, fmt.Sprintf(format, args...))
 }
 
-// report tells broke of a reason returned by breakLocked.
-func (w *wireTap) report(reason string) {
-	if reason != "" && w.broke != nil {
-		w.broke(reason)
+// checkLength checks the length that starts a frame, as soon as its four
+// bytes have arrived: before the tap waits for, or buffers, the rest.
+func (w *wireTap) checkLength(n int) error {
+	switch {
+	case !w.readFirst && (n < jute.ConnectHeadLen+4 || n > maxConnectResponse):
+		return badFrame("a connect response of %d bytes", n)
+	case w.readFirst && n < jute.ReplyHeaderLen:
+		return badFrame("a frame of %d bytes, shorter than a reply header", n)
+	case n > w.limit:
+		return badFrame("a frame of %d bytes, over the limit of %d", n, w.limit)
 	}
+	return nil
 }
 
-// noteRead follows bytes read from the server.
-func (w *wireTap) noteRead(p []byte) {
-	for len(p) > 0 {
-		switch {
-		case w.skip > 0:
-			n := min(w.skip, len(p))
-			w.skip -= n
-			p = p[n:]
-			w.pos += int64(n)
-		case w.bodyWant > 0:
-			n := min(w.bodyWant, len(p))
-			w.body = append(w.body, p[:n]...)
-			w.bodyWant -= n
-			p = p[n:]
-			w.pos += int64(n)
-			if w.bodyWant == 0 && w.forDirect {
-				w.forDirect = false
-				w.mu.Lock()
-				w.deliver(w.pos, w.directXid, w.zxid, w.body, nil)
-				w.mu.Unlock()
-				w.body = nil // handed over
-			} else if w.bodyWant == 0 {
-				w.finishBody()
-			}
-		default:
-			n := copy(w.hdr[w.hdrN:], p)
-			w.hdrN += n
-			p = p[n:]
-			w.pos += int64(n)
-			if w.hdrN == len(w.hdr) {
-				w.hdrN = 0
-				if !w.readFirst {
-					w.connectResponse()
-				} else {
-					w.frame()
-				}
-			}
-		}
+// checkFrame checks one whole frame from the server (its length first)
+// and takes what the tap follows from it. An error ends the connection
+// before go-zookeeper reads the frame.
+func (w *wireTap) checkFrame(f []byte) error {
+	n, _ := replyLen(f)
+	if err := w.checkLength(n); err != nil {
+		return err
 	}
+	if !w.readFirst {
+		return w.connectResponse(f[4:])
+	}
+	return w.reply(f[4:])
 }
 
-// connectResponse handles the header of the connect response, the first
-// frame: a live session opens the connection to direct requests (once
-// go-zookeeper has sent the credentials again, see expectReply); an
-// expired one ends it.
-func (w *wireTap) connectResponse() {
-	w.readFirst = true
-	length, _ := jute.FrameLen(w.hdr[:])
-	head, _ := jute.ParseConnectHead(w.hdr[4:])
-	timeoutMs, session := head.Timeout, head.SessionID
-	w.skip = max(length-jute.ConnectHeadLen, 0)
-	var broke string
+// connectResponse checks the connect response, the first frame.
+func (w *wireTap) connectResponse(b []byte) error {
+	r := jute.NewReader(b)
+	version, timeoutMs, session := r.Int32(), r.Int32(), r.Int64()
+	password := len(r.Buffer())
+	switch {
+	case r.Err() != nil:
+		return badFrame("a connect response that does not parse: %v", r.Err())
+	case version != 0:
+		return badFrame("a connect response of protocol version %d", version)
+	case password < 0 || password > maxPassword:
+		return badFrame("a connect response with a password of %d bytes", password)
+	case r.Len() > 1:
+		return badFrame("a connect response with %d bytes past its fields", r.Len())
+	case session != 0 && (timeoutMs < minGrantedTimeout || timeoutMs > maxGrantedTimeout):
+		return badFrame("a connect response granting a session timeout of %d ms (accepted: %d ms to %d ms)",
+			timeoutMs, minGrantedTimeout, maxGrantedTimeout)
+	}
+	w.readFirst, w.session = true, session
 	w.mu.Lock()
 	sentAt := w.connectSent
-	switch {
-	case length < jute.ConnectHeadLen:
-		broke = w.breakLocked(fmt.Sprintf("a connect response of %d bytes", length))
-	case session == 0:
-		w.dead = true // go-zookeeper leaves the connection: see trackedConn.Read
-	default:
-		w.connected = true
-	}
 	w.mu.Unlock()
-	w.report(broke)
-	if w.connect != nil && length >= jute.ConnectHeadLen {
-		w.connect(length, timeoutMs, session)
+	if w.connect != nil {
+		w.connect(grant{timeoutMs: timeoutMs, session: session, length: len(b)})
 	}
 	if w.proof != nil {
 		w.proof(sentAt)
 	}
+	return nil
 }
 
-// frame handles a complete reply header in w.hdr.
-func (w *wireTap) frame() {
-	length, _ := jute.FrameLen(w.hdr[:])
-	rest := max(length-jute.ReplyHeaderLen, 0)
-	h, _ := jute.ParseReplyHeader(w.hdr[4:])
-	w.xid, w.zxid = h.Xid, h.Zxid
-	errCode := h.Err
-	if w.xid == xidWatchEvent {
-		w.skip = rest
-		return
+// reply checks a frame after the connect response: a watch notification,
+// or the reply to the oldest request in flight (setAuth aside, which the
+// server answers as soon as it reads it), whose body parses as what
+// go-zookeeper decodes for that request, with a zxid not below the
+// session's last.
+func (w *wireTap) reply(b []byte) error {
+	h, _ := jute.ParseReplyHeader(b)
+	body := b[jute.ReplyHeaderLen:]
+	if h.Xid == jute.XidNotification {
+		if err := jute.CheckWatchEvent(body); err != nil {
+			return badFrame("a watch notification that does not parse: %v", err)
+		}
+		return nil
 	}
-	var broke string
+	if h.Xid < 0 && h.Xid != jute.XidPing {
+		return badFrame("a reply with xid %d, which no request has", h.Xid)
+	}
 	w.mu.Lock()
-	req, answered := w.answered(w.xid, &broke)
-	if length < 16 {
-		broke = w.breakLocked(fmt.Sprintf("a reply of %d bytes", length))
+	req, err := w.answeredLocked(h.Xid)
+	w.mu.Unlock()
+	if err != nil {
+		return err
 	}
-	if answered && req.op == opSetAuth && errCode == 0 {
-		w.authOK++
-		if w.creds != nil && w.authOK > w.creds.Load() {
-			w.creds.Store(w.authOK)
+	if w.zxids != nil && !w.zxids.advance(w.session, h.Zxid) {
+		return badFrame("a reply with zxid %#x, below the session's last", h.Zxid)
+	}
+	if h.Err == 0 {
+		if err := jute.CheckReply(req.op, body); err != nil {
+			return badFrame("a reply to opcode %d that does not parse: %v", req.op, err)
 		}
 	}
-	_, direct := w.direct[w.xid]
-	if direct && (errCode != 0 || rest == 0) {
-		w.deliver(w.pos+int64(rest), w.xid, w.zxid, nil, replyError(errCode))
-		direct = false // answered: the frame is skipped
-	}
-	w.mu.Unlock()
-	w.report(broke)
-	if answered && w.proof != nil {
+	if w.proof != nil {
 		w.proof(req.at)
 	}
-	if direct {
-		w.directXid, w.forDirect = w.xid, true
-		w.body = make([]byte, 0, min(rest, maxPrealloc))
-		w.bodyWant = rest
-		return
+	if isCreate(req.op) && h.Err == 0 {
+		w.noteCreate(body, h.Zxid)
 	}
-	create := answered && !req.direct && isCreate(req.op)
-	if !create || errCode != 0 || rest < 4 || rest > 4+maxWirePath {
-		w.skip = rest
-		return
-	}
-	w.body = w.body[:0]
-	w.bodyWant = rest
+	return nil
 }
 
-// answered takes the request that a reply with xid answers out of the
-// requests in flight. The server answers a session's requests in the order
-// it read them, setAuth aside: a reply to any other request than the
-// oldest breaks an assumption (noted in *broke), as does a reply to no
-// request. It must be called with w.mu held.
-func (w *wireTap) answered(xid int32, broke *string) (wireReq, bool) {
-	for i, r := range w.inflight {
+// answeredLocked takes the request that a reply with xid answers out of
+// the requests in flight. It must be called with w.mu held.
+func (w *wireTap) answeredLocked(xid int32) (wireReq, error) {
+	waiting := w.inflight[w.head:]
+	for i, r := range waiting {
 		if r.xid != xid {
 			continue
 		}
-		if i > 0 && r.op != opSetAuth && !w.broken {
-			*broke = w.breakLocked(fmt.Sprintf("a reply to xid %d came before the reply to xid %d, written earlier", xid, w.inflight[0].xid))
+		if i > 0 && r.op != jute.OpSetAuth {
+			return r, badFrame("a reply to xid %d before the reply to xid %d, written earlier", xid, waiting[0].xid)
 		}
-		if i == 0 {
-			w.inflight = w.inflight[1:] // the usual case: no copy
-		} else {
-			w.inflight = append(w.inflight[:i], w.inflight[i+1:]...)
+		copy(waiting[1:i+1], waiting[:i]) // i == 0 in the usual case: no copy
+		w.head++
+		if w.head == len(w.inflight) {
+			w.inflight, w.head = w.inflight[:0], 0
 		}
-		return r, true
+		return r, nil
 	}
-	if !w.broken {
-		*broke = w.breakLocked(fmt.Sprintf("a reply to xid %d, which no request on the connection had", xid))
-	}
-	return wireReq{}, false
+	return wireReq{}, badFrame("a reply to xid %d, which no request on the connection has", xid)
 }
 
-// finishBody parses a create reply's body: the path as a jute string.
-func (w *wireTap) finishBody() {
-	b := w.body
-	n, ok := juteLen(b)
-	if !ok || n < 0 {
+// noteCreate notes the zxid of a create's reply, by the path it returned.
+func (w *wireTap) noteCreate(body []byte, zxid int64) {
+	n, ok := jute.Len(body)
+	if !ok || n < 0 || n > maxWirePath {
 		return
 	}
-	w.out.put(string(b[4:4+n]), w.zxid)
+	w.out.put(string(body[4:4+n]), zxid)
 }

@@ -5,7 +5,7 @@
 # Usage:
 #   scripts/contract-breaks.sh [NAME...]
 #
-# Direct requests rest on how go-zookeeper uses its connection; the
+# The wire tap rests on how go-zookeeper uses its connection; the
 # contract tests (recipe/contract_test.go) pin each assumption on the
 # version in go.mod. For each patches/contract/NAME.patch (all of them by
 # default), this copies go-zookeeper as the repository builds it

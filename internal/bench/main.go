@@ -91,6 +91,7 @@ import (
 // config is what the command line sets.
 type config struct {
 	zkAddr         string        // existing server to use; "" starts one
+	rtt            time.Duration // round-trip time added by a delay proxy in front of the server; 0: none
 	fsync          bool          // forceSync of the server started here
 	duration       time.Duration // measured time per scenario and round
 	ops            int           // measured cycles per scenario and round; 0: use duration
@@ -122,6 +123,7 @@ func parseFlags(args []string) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&cfg.zkAddr, "zk", "", "use the ZooKeeper server at `host:port` instead of starting one")
+	fs.DurationVar(&cfg.rtt, "rtt", 0, "put every session behind a proxy that adds this round-trip time (half each way); 0: straight to the server")
 	fs.BoolVar(&cfg.fsync, "fsync", true, "start the server with forceSync=yes (ignored with -zk)")
 	fs.DurationVar(&cfg.duration, "duration", 2*time.Second, "measured time per scenario and round")
 	fs.IntVar(&cfg.ops, "ops", 0, "measured cycles per scenario and round (all sessions together); overrides -duration when > 0")
@@ -268,6 +270,15 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		fsync = fmt.Sprint(cfg.fsync)
 	}
 
+	if cfg.rtt > 0 {
+		progress("every session behind a delay proxy: %v round trip", cfg.rtt)
+		dp, err := newDelayProxy(addr, cfg.rtt/2)
+		if err != nil {
+			return err
+		}
+		defer dp.close()
+		addr = dp.addr()
+	}
 	e, err := newEnv(ctx, cfg, addr, peers)
 	if err != nil {
 		return err

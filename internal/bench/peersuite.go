@@ -76,13 +76,12 @@ func peerSuite() []scenario {
 		return scenario{id: id, title: title, group: groupLostReply, kind: kindLostReply, run: run}
 	}
 	return []scenario{
-		byID[idFloor], byID[idZkLock], byID[idMutex], byID[idMutexPlain],
+		byID[idFloor], byID[idZkLock], byID[idMutex],
 		cyc(peerCurator, "curator-mutex", "InterProcessMutex", "mutex", groupMutex1, false),
 		cyc(peerKazoo, "kazoo-mutex", "Lock", "mutex", groupMutex1, false),
 
 		ours(idZkLockContended, groupMutex),
 		ours(idMutexContended, groupMutex),
-		ours(idMutexPlainCont, groupMutex),
 		cyc(peerCurator, "curator-mutex-contended", "InterProcessMutex", "mutex", groupMutex, true),
 		cyc(peerKazoo, "kazoo-mutex-contended", "Lock", "mutex", groupMutex, true),
 

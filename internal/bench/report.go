@@ -263,8 +263,6 @@ func (r *report) finish() {
 		{Name: "mutex / zk.Lock, contended", num: idMutexContended, den: idZkLockContended, Target: ">= 1.0", min: 1.0},
 		{Name: "mutex traced, sampling nothing / mutex", num: idMutexNoSample, den: idMutex, Target: ">= 0.97", min: 0.97},
 		{Name: "mutex traced, sampling all / mutex", num: idMutexSampled, den: idMutex, Target: reportedOnly, min: 0},
-		{Name: "mutex direct / direct off, uncontended", num: idMutex, den: idMutexPlain, Target: reportedOnly, min: 0},
-		{Name: "mutex direct / direct off, contended", num: idMutexContended, den: idMutexPlainCont, Target: reportedOnly, min: 0},
 	}, peerRatios()...) {
 		num, den := r.byID[q.num], r.byID[q.den]
 		if num == nil || den == nil {

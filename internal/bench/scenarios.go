@@ -78,8 +78,6 @@ const (
 	idRWLockReadHeavy = "rwlock-readheavy"
 	idMutexNoSample   = "mutex-traced-never"
 	idMutexSampled    = "mutex-traced-always"
-	idMutexPlain      = "mutex-plain"
-	idMutexPlainCont  = "mutex-plain-contended"
 )
 
 // semLeases is the number of leases of the semaphore scenarios.
@@ -117,8 +115,6 @@ func defaultScenarios() []scenario {
 		{id: idMutex, title: "mutex uncontended", open: openMutex},
 		{id: idZkLockContended, title: "zk.Lock contended", contended: true, open: openZkLockContended},
 		{id: idMutexContended, title: "mutex contended", contended: true, open: openMutexContended},
-		{id: idMutexPlain, title: "mutex uncontended, direct requests off", open: openMutexPlain},
-		{id: idMutexPlainCont, title: "mutex contended, direct requests off", contended: true, open: openMutexPlainContended},
 		{id: idMutexNoSample, title: "mutex, tracing sampling nothing", open: openMutexTraced(sdktrace.NeverSample())},
 		{id: idMutexSampled, title: "mutex, tracing sampling all", open: openMutexTraced(sdktrace.AlwaysSample())},
 		{id: idSemaphore, title: "semaphore(3) uncontended", open: openSemaphore},
@@ -222,26 +218,6 @@ func openMutex(ctx context.Context, e *env, path string) (*bench, error) {
 	b.cycle = cycleOf(b.lockers[0])
 	return b, nil
 }
-
-// openMutexPlain is openMutex with every request through go-zookeeper
-// (recipe.WithDirectRequests(false)).
-func openMutexPlain(ctx context.Context, e *env, path string) (*bench, error) {
-	b, err := openMutexesWith(ctx, e, path, 1, plain)
-	if err != nil {
-		return nil, err
-	}
-	b.cycle = cycleOf(b.lockers[0])
-	return b, nil
-}
-
-// openMutexPlainContended is openMutexContended with every request through
-// go-zookeeper.
-func openMutexPlainContended(ctx context.Context, e *env, path string) (*bench, error) {
-	return openMutexesWith(ctx, e, path, e.cfg.sessions, plain)
-}
-
-// plain turns direct requests off.
-var plain = []recipe.Option{recipe.WithDirectRequests(false)}
 
 // openZkLockContended cycles zk.Lock on -sessions sessions at once.
 func openZkLockContended(ctx context.Context, e *env, path string) (*bench, error) {

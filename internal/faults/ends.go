@@ -206,24 +206,21 @@ func endDrops(ctx context.Context, e *Env) (int, error) {
 
 // ClientMode is one kind of client of the liveness grid.
 type ClientMode struct {
-	Name                      string
-	Tolerant, Auth, DirectOff bool
+	Name           string
+	Tolerant, Auth bool
 }
 
 // ClientModes are the grid's kinds of client: the default, suspension
-// tolerance and credentials, each with direct requests on and off.
+// tolerance and credentials.
 var ClientModes = []ClientMode{
 	{Name: "default"},
 	{Name: "tolerant", Tolerant: true},
 	{Name: "auth", Auth: true},
-	{Name: "default direct-off", DirectOff: true},
-	{Name: "tolerant direct-off", Tolerant: true, DirectOff: true},
-	{Name: "auth direct-off", Auth: true, DirectOff: true},
 }
 
 // Apply sets the mode on cfg.
 func (m ClientMode) Apply(cfg Config) Config {
-	cfg.Tolerant, cfg.Auth, cfg.DirectOff = m.Tolerant, m.Auth, m.DirectOff
+	cfg.Tolerant, cfg.Auth = m.Tolerant, m.Auth
 	return cfg
 }
 

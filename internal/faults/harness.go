@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -90,9 +89,6 @@ type Config struct {
 	// Auth connects the clients with credentials (recipe.WithDigestAuth),
 	// which every reconnect sends again.
 	Auth bool
-	// DirectOff connects the clients with direct requests switched off
-	// (ZKRECIPES_DIRECT_REQUESTS=off, read by recipe.Connect).
-	DirectOff bool
 	// Trace keeps each client's last log lines (debug level included), and
 	// a worker that is not granted again after a fault gets them in the
 	// notes.
@@ -215,9 +211,6 @@ func NewCell(ctx context.Context, tg *Target, a *Adapter, path string, cfg Confi
 // Config.Auth.
 var CellAuth = [2]string{"faults", "faults-secret"}
 
-// directEnv serializes the connects that set ZKRECIPES_DIRECT_REQUESTS.
-var directEnv sync.Mutex
-
 // connect connects one client of a cell to addrs as cfg says.
 func connect(ctx context.Context, addrs []string, session time.Duration, cfg Config, extra ...recipe.Option) (*recipe.Client, error) {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -229,26 +222,8 @@ func connect(ctx context.Context, addrs []string, session time.Duration, cfg Con
 	if cfg.Auth {
 		opts = append(opts, recipe.WithDigestAuth(CellAuth[0], CellAuth[1]))
 	}
-	if !cfg.DirectOff {
-		return recipe.Connect(cctx, addrs, opts...)
-	}
-	directEnv.Lock()
-	defer directEnv.Unlock()
-	old, had := os.LookupEnv(DirectEnv)
-	os.Setenv(DirectEnv, "off")
-	defer func() {
-		if had {
-			os.Setenv(DirectEnv, old)
-		} else {
-			os.Unsetenv(DirectEnv)
-		}
-	}()
 	return recipe.Connect(cctx, addrs, opts...)
 }
-
-// DirectEnv is the environment variable recipe.Connect reads to switch
-// direct requests off ("off").
-const DirectEnv = "ZKRECIPES_DIRECT_REQUESTS"
 
 // Close closes every client (recording its last session) and proxy.
 func (c *Cell) Close() {

@@ -133,8 +133,8 @@ func (e *Env) noteStuck(rec Recovery) {
 		var stuck, sessions, logs []string
 		for _, w := range c.Workers {
 			st := w.Client.Stats()
-			sessions = append(sessions, fmt.Sprintf("worker %d 0x%x (epochs ended %d, suspensions %d, retries %d, direct off %d)",
-				w.ID, w.Client.SessionID(), st.EpochsEnded, st.Suspensions, st.Retries, st.DirectDisabled))
+			sessions = append(sessions, fmt.Sprintf("worker %d 0x%x (epochs ended %d, suspensions %d, retries %d, refused frames %d)",
+				w.ID, w.Client.SessionID(), st.EpochsEnded, st.Suspensions, st.Retries, st.RefusedFrames))
 			if w.granted.Load() < rec.Over.UnixNano() {
 				stuck = append(stuck, fmt.Sprint(w.ID))
 				if w.trace != nil {

@@ -271,3 +271,83 @@ func TestParse(t *testing.T) {
 		t.Errorf("ParseConnectHead: %+v %v", c, ok)
 	}
 }
+
+// CheckReply accepts a body only if the Reader reads the same fields from
+// it without error, and never panics.
+func FuzzCheckReply(f *testing.F) {
+	var st Stat
+	f.Add(int32(OpGetChildren2), st.Append(AppendStrings(nil, []string{"a", "b"})))
+	f.Add(int32(OpGetACL), st.Append(AppendACL(nil, []ACL{{Perms: 31, Scheme: "world", ID: "anyone"}})))
+	f.Add(int32(OpMulti), AppendInt32(AppendBool(AppendInt32(nil, -1), true), -1))
+	f.Add(int32(OpGetData), st.Append(AppendBuffer(nil, []byte("x"))))
+	f.Add(int32(OpGetChildren), AppendInt32(nil, 1<<31-1))
+	f.Fuzz(func(t *testing.T, op int32, b []byte) {
+		if CheckReply(op, b) != nil {
+			return
+		}
+		r := NewReader(b)
+		switch op {
+		case OpGetChildren, OpGetChildren2:
+			if r.Strings() == nil && len(b) >= 4 && b[0]&0x80 != 0 {
+				t.Fatal("accepted a null vector")
+			}
+		case OpGetACL:
+			r.ReadACL()
+		case OpGetData, OpReconfig:
+			r.Buffer()
+			var s Stat
+			s.Read(r)
+		case OpCreate, OpCreateContainer, OpCreateTTL, OpSync:
+			_ = r.String()
+		case OpExists, OpSetData, OpSetACL:
+			var s Stat
+			s.Read(r)
+		}
+		if r.Err() != nil {
+			t.Fatalf("CheckReply accepted what the reader refuses: %v", r.Err())
+		}
+	})
+}
+
+// CheckReply refuses what would make go-zookeeper's decoder allocate more
+// than the frame holds, or fail.
+func TestCheckReply(t *testing.T) {
+	var st Stat
+	stat := st.Append(nil)
+	for _, tc := range []struct {
+		name string
+		op   int32
+		body []byte
+		ok   bool
+	}{
+		{"children", OpGetChildren2, append(AppendStrings(nil, []string{"a"}), stat...), true},
+		{"children huge count", OpGetChildren2, append(AppendInt32(nil, 1<<31-1), stat...), false},
+		{"children null", OpGetChildren2, append(AppendInt32(nil, -1), stat...), false},
+		{"children no stat", OpGetChildren2, AppendStrings(nil, []string{"a"}), false},
+		{"children trailing", OpGetChildren, append(AppendStrings(nil, []string{"a"}), 1, 2, 3), true},
+		{"create", OpCreate, AppendString(nil, "/a"), true},
+		{"create null path", OpCreate, AppendInt32(nil, -1), false},
+		{"create path past the end", OpCreate, AppendInt32(nil, 9), false},
+		{"data null", OpGetData, append(AppendInt32(nil, -1), stat...), true},
+		{"data -2", OpGetData, append(AppendInt32(nil, -2), stat...), false},
+		{"acl", OpGetACL, append(AppendACL(nil, []ACL{{31, "world", "anyone"}}), stat...), true},
+		{"acl count", OpGetACL, append(AppendInt32(nil, 100), stat...), false},
+		{"delete", OpDelete, nil, true},
+		{"exists short", OpExists, stat[:67], false},
+		{"multi done", OpMulti, AppendInt32(AppendBool(AppendInt32(nil, -1), true), -1), true},
+		{"multi create", OpMulti, AppendInt32(AppendBool(AppendInt32(AppendString(AppendInt32(AppendBool(AppendInt32(nil, OpCreate), false), 0), "/a"), -1), true), -1), true},
+		{"multi no end", OpMulti, AppendInt32(AppendBool(AppendInt32(nil, OpDelete), false), 0), false},
+		{"multi unknown", OpMulti, AppendInt32(AppendBool(AppendInt32(nil, 77), false), 0), false},
+		{"unknown op", 999, []byte{1}, true},
+	} {
+		if err := CheckReply(tc.op, tc.body); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+	if CheckWatchEvent(AppendString(AppendInt32(AppendInt32(nil, 4), 3), "/a")) != nil {
+		t.Error("a watch event refused")
+	}
+	if CheckWatchEvent(AppendInt32(AppendInt32(AppendInt32(nil, 4), 3), 50)) == nil {
+		t.Error("a watch event with its path past the end accepted")
+	}
+}

@@ -34,6 +34,9 @@ func (s *Stat) Append(b []byte) []byte {
 	return AppendInt64(b, s.Pzxid)
 }
 
+// StatLen is the length of an encoded stat.
+const StatLen = 68
+
 // Read reads the stat.
 func (s *Stat) Read(r *Reader) {
 	s.Czxid, s.Mzxid, s.Ctime, s.Mtime = r.Int64(), r.Int64(), r.Int64(), r.Int64()

@@ -15,17 +15,19 @@ const DialLatency = time.Millisecond
 // connections over it. Its methods may be called from any goroutine of
 // the bubble.
 type Host struct {
-	w          *World
-	name       string
-	up, down   path // client to server, server to client
-	mu         sync.Mutex
-	conns      map[*end]struct{} // the client ends of the open connections
-	dieAfter   []int32           // ops: the next request of one is applied, then the connection dies
-	dieBefore  []int32           // ops: the connection dies as the next request of one arrives
-	dials      int
-	dialsFails int
-	session    int64  // of the host's last connection with a session
-	address    string // dialled last
+	w           *World
+	name        string
+	up, down    path // client to server, server to client
+	mu          sync.Mutex
+	conns       map[*end]struct{} // the client ends of the open connections
+	dieAfter    []int32           // ops: the next request of one is applied, then the connection dies
+	dieBefore   []int32           // ops: the connection dies as the next request of one arrives
+	dials       int
+	dialsFails  int
+	session     int64     // of the host's last connection with a session
+	address     string    // dialled last
+	hostile     []Hostile // armed bad frames (Hostile)
+	hostileSent int
 }
 
 // Address returns the server address the host dialled last.
@@ -75,6 +77,7 @@ func (h *Host) Dial(network, address string, timeout time.Duration) (net.Conn, e
 	c2s, s2c := newHalf(&h.up), newHalf(&h.down)
 	client := &end{in: s2c, out: c2s, local: addr(h.name + ":50000"), remote: addr(address), closed: make(chan struct{})}
 	server := &end{in: c2s, out: s2c, local: addr(address), remote: addr(h.name + ":50000"), closed: make(chan struct{})}
+	client.peer, server.peer = server, client
 	h.mu.Lock()
 	h.conns[client] = struct{}{}
 	h.dials++

@@ -176,6 +176,7 @@ type end struct {
 	dmu           sync.Mutex
 	rdl, wdl      time.Time // the read and write deadlines, under dmu
 	onClose       func()    // the host's bookkeeping, for a client end
+	peer          *end      // the other end
 }
 
 var _ net.Conn = (*end)(nil)

@@ -27,6 +27,7 @@ const (
 // A link is the server's side of one connection with a session: the
 // watches it keeps for the connection, and the connection.
 type link struct {
+	w      *World
 	id     int
 	s      *session
 	h      *Host
@@ -35,12 +36,19 @@ type link struct {
 	dataW  map[string]struct{}
 	childW map[string]struct{}
 	out    []byte // frame being built, reused
+	// maxZxid is the highest zxid of the replies sent on the connection:
+	// a client that reads a later frame of it has read that one too.
+	maxZxid int64
 }
 
 // send writes one frame: the reply header and body. Under World.mu.
 func (l *link) send(hdr jute.ReplyHeader, body func([]byte) []byte) {
 	if l.closed {
 		return
+	}
+	if k, ok := l.h.takeHostile(Hostile.before); ok {
+		l.conn.Write(beforeFrame(k, hdr.Xid))
+		l.w.awaitHangUp(l.h, l.conn, k)
 	}
 	b, at := jute.BeginFrame(l.out[:0])
 	b = hdr.Append(b)
@@ -49,7 +57,17 @@ func (l *link) send(hdr jute.ReplyHeader, body func([]byte) []byte) {
 	}
 	b = jute.EndFrame(b, at)
 	l.out = b
+	if _, ok := l.h.takeHostile(func(k Hostile) bool { return k == Truncated }); ok {
+		// Half the frame, then the server closes the connection.
+		l.conn.Write(b[:len(b)/2])
+		l.w.awaitHangUp(l.h, l.conn, Truncated)
+		l.w.closeLink(l, closeEOF)
+		return
+	}
 	l.conn.Write(b) // never blocks; a failure is the reader's to find
+	if hdr.Xid != jute.XidNotification {
+		l.maxZxid = max(l.maxZxid, hdr.Zxid)
+	}
 }
 
 // push sends a watch event. Under World.mu.
@@ -160,13 +178,18 @@ func (w *World) connect(e *end, h *Host, server string, req *jute.ConnectRequest
 		w.closeLink(s.link, closeEOF)
 	}
 	w.nextLink++
-	l := &link{id: w.nextLink, s: s, h: h, conn: e, dataW: make(map[string]struct{}), childW: make(map[string]struct{})}
+	l := &link{w: w, id: w.nextLink, s: s, h: h, conn: e, dataW: make(map[string]struct{}), childW: make(map[string]struct{})}
 	s.link = l
 	s.lastHeard = time.Now()
 	h.mu.Lock()
 	h.session = s.id
 	h.mu.Unlock()
 	resp := jute.ConnectResponse{Timeout: int32(s.timeout / time.Millisecond), SessionID: s.id, Passwd: s.passwd}
+	if k, ok := h.takeHostile(Hostile.connect); ok {
+		e.Write(hostileConnect(k, resp))
+		w.awaitHangUp(h, e, k)
+		return l
+	}
 	b, at := jute.BeginFrame(nil)
 	e.Write(jute.EndFrame(resp.Append(b), at))
 	return l
@@ -202,8 +225,20 @@ func (w *World) request(l *link, body []byte) {
 		w.closeLink(l, closeCut)
 		return
 	}
-	xid := hdr.Xid
-	l.send(jute.ReplyHeader{Xid: xid, Zxid: rep.zxid, Err: rep.err}, rep.body)
+	xid, zxid, out := hdr.Xid, rep.zxid, rep.body
+	if xid > 0 {
+		if (hdr.Op == jute.OpGetChildren || hdr.Op == jute.OpGetChildren2) && rep.err == 0 && out != nil {
+			if k, ok := l.h.takeHostile(func(k Hostile) bool { return k == BadListing }); ok {
+				out = badListing(out)
+				defer w.awaitHangUp(l.h, l.conn, k)
+			}
+		}
+		if k, ok := l.h.takeHostile(func(k Hostile) bool { return k == ZxidBack && l.maxZxid > 1 }); ok {
+			zxid = 1
+			defer w.awaitHangUp(l.h, l.conn, k)
+		}
+	}
+	l.send(jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: rep.err}, out)
 	if rep.closeAfter {
 		w.closeLink(l, closeEOF)
 	}

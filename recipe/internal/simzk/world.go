@@ -28,6 +28,7 @@ type World struct {
 
 	ends        map[*end]struct{} // the server ends of the open connections
 	violations  []string          // requests that break the protocol (Violations)
+	kept        []string          // connections a client kept after a bad frame (HostileKept)
 	lags        map[string]lag    // followers that lag, by address (Lag)
 	lagRefusals int               // connects refused for having seen too much
 	history     []zxidAt          // when the zxids of the last maxLag were taken
@@ -449,6 +450,11 @@ func (w *World) triggerWatch(child bool, path string, typ zk.EventType, skip map
 
 // watch registers a data or child watch of connection l at path.
 func (w *World) watch(l *link, path string, child bool) {
+	if l.closed {
+		// The connection ended while its request was applied (a frame
+		// cut in the middle, see Truncated): its watches are gone.
+		return
+	}
 	table, own := w.dataW, l.dataW
 	if child {
 		table, own = w.childW, l.childW
