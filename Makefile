@@ -33,10 +33,13 @@ OUTSIDEFLAGS ?= --patched
 # A test that finds no ZooKeeper fails instead of being skipped (zktest).
 export ZKTEST_REQUIRED := 1
 
-.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults test-liveness contract simulate plants test-procs soak bench bench-peers lint fuzz test-hostile
+# Flags for the analysis (make analysis ANALYSISFLAGS='-members 5 -seeds random:3 -length 5m').
+ANALYSISFLAGS ?= -members 3 -seeds random:3 -length 45s
 
-demo test test-short test-faults test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
-demo test test-outside test-short test-faults test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
+.PHONY: analysis help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults test-liveness contract simulate plants test-procs soak bench bench-peers lint fuzz test-hostile
+
+analysis demo test test-short test-faults test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
+analysis demo test test-outside test-short test-faults test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -75,6 +78,9 @@ test-outside: zk-install ## run examples/testing as a module of its own outside 
 
 race-workaround: zk-install ## run the -race workaround of docs/testing.md, as printed there, in a fresh module outside the repository (scripts/race-workaround.sh)
 	GOWORK=off GO=$(GO) scripts/race-workaround.sh
+
+analysis: zk-install ## the analysis on a real ensemble under faults between servers (docs/analysis.md): 3 random seeds, 45s of faults each, with the controls
+	$(GO) run ./internal/analysis/cmd/zkanalysis $(ANALYSISFLAGS)
 
 test-short: ## run the tests that need no ZooKeeper server
 	$(GO) test -short ./...

@@ -21,6 +21,7 @@ require (
 )
 
 require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/go-logr/logr v1.4.1 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	golang.org/x/lint v0.0.0-20190930215403-16217165b5de // indirect

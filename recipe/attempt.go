@@ -66,10 +66,13 @@ const (
 // attempt is the state of one node of one acquire. Its phases resume from
 // it after every retried error, so a retry never enqueues a second node.
 type attempt struct {
-	l     *Lock
-	try   bool // look once, do not wait
-	span  trace.Span
-	phase phase // where run resumes; set by run and group.run only
+	l   *Lock
+	try bool // look once, do not wait
+	// grouped: one of the nodes of an AcquireN, which are enqueued
+	// together only (group.regroup).
+	grouped bool
+	span    trace.Span
+	phase   phase // where run resumes; set by run and group.run only
 
 	// Our node.
 	prefix   string          // "_c_<uuid>-"
@@ -106,7 +109,7 @@ func (a *attempt) newID() {
 		a.l.c.cleanup(cleanupJob{dir: a.l.dir, prefix: a.prefix, sweep: true})
 		a.dupRisk = false
 	}
-	*a = attempt{l: a.l, try: a.try, span: a.span, phase: a.phase, inflight: a.inflight, waited: a.waited,
+	*a = attempt{l: a.l, try: a.try, grouped: a.grouped, span: a.span, phase: a.phase, inflight: a.inflight, waited: a.waited,
 		prefix: protectedPrefix + a.l.c.newUUID() + "-"}
 }
 
@@ -120,10 +123,13 @@ func (a *attempt) run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if a.grouped && a.phase == enqueuing {
+			return errRegroup
+		}
 		t, err := a.step(ctx)
 		a.phase = t.next
 		if err != nil {
-			if err := w.Wait(ctx, err); err != nil {
+			if err := a.l.c.waitRetry(ctx, w, err); err != nil {
 				return err
 			}
 			continue
@@ -256,6 +262,7 @@ func newGroup(l *Lock, n int, try bool, span trace.Span) group {
 	g := make(group, n)
 	for i := range g {
 		g[i] = newAttempt(l, try, span)
+		g[i].grouped = n > 1
 	}
 	return g
 }
@@ -266,23 +273,27 @@ func newGroup(l *Lock, n int, try bool, span trace.Span) group {
 func (g group) run(ctx context.Context) error {
 	l := g[0].l
 	if len(g) > 1 {
-		var t turn
-		err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
-			t, err = enqueue(ctx, g)
+		if err := g.enqueue(ctx); err != nil {
 			return err
-		})
-		if err != nil {
-			return err
-		}
-		for _, a := range g {
-			a.phase = t.next
 		}
 	}
 	for {
+		regrouped := false
 		for _, a := range g {
-			if err := a.run(ctx); err != nil {
+			err := a.run(ctx)
+			if errors.Is(err, errRegroup) {
+				if err := g.regroup(ctx); err != nil {
+					return err
+				}
+				regrouped = true
+				break
+			}
+			if err != nil {
 				return err
 			}
+		}
+		if regrouped {
+			continue
 		}
 		// A node that held while a later one waited may have been lost
 		// meanwhile: hand out no hold that is already over. Such an
@@ -302,6 +313,40 @@ func (g group) run(ctx context.Context) error {
 			return l.c.retryDo(ctx, l.acquireNote, l.checkDir)
 		}
 	}
+}
+
+// errRegroup ends the run of one node of a group that must be enqueued
+// again: group.run enqueues all of them again, together.
+var errRegroup = errors.New("recipe: the group's nodes must be enqueued again")
+
+// enqueue creates the group's nodes in one transaction.
+func (g group) enqueue(ctx context.Context) error {
+	l := g[0].l
+	var t turn
+	err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
+		t, err = enqueue(ctx, g)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, a := range g {
+		a.phase = t.next
+	}
+	return nil
+}
+
+// regroup enqueues the group's nodes again, all of them and together,
+// once one of them is gone (its session expired, or someone deleted it):
+// enqueued one by one, they would no longer be consecutive, and two
+// AcquireN calls could each hold part of what the other waits for until
+// one of them gives up. The nodes left are deleted first.
+func (g group) regroup(ctx context.Context) error {
+	g.abandon()
+	for _, a := range g {
+		a.newID()
+	}
+	return g.enqueue(ctx)
 }
 
 // foundTaken reports whether any attempt of the group had to wait.

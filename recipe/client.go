@@ -57,6 +57,7 @@ type Client struct {
 	mu        sync.Mutex
 	closed    bool
 	cur       *epoch
+	trust     chan struct{} // closed and replaced whenever a session is trusted anew (trustedLocked)
 	isConn    bool
 	wg        sync.WaitGroup // every goroutine the client starts
 	lastState zk.State
@@ -136,6 +137,7 @@ func newClient(cfg config) *Client {
 		tracer:    cfg.tracerProvider.Tracer(instrumentationName),
 		connected: make(chan struct{}),
 		untrusted: make(chan struct{}),
+		trust:     make(chan struct{}),
 	}
 	var err error
 	if c.ins, err = instrumentsFor(cfg.meterProvider); err != nil {
@@ -270,6 +272,7 @@ func (c *Client) sessionEvent(state zk.State, sid int64, server string) {
 		}
 		if c.cur == nil || c.cur.ended() {
 			c.cur = c.newEpoch(sid)
+			c.trustedLocked()
 			c.log.Debug("zookeeper session established", "session", fmt.Sprintf("0x%x", sid), "server", server)
 		} else {
 			c.log.Debug("zookeeper reconnected", "session", fmt.Sprintf("0x%x", sid), "server", server)

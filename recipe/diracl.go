@@ -38,8 +38,12 @@ import (
 // acquire that refused its lock directory because the directory's ACL
 // grants DELETE, CREATE or ADMIN to an identity the client's own ACL does
 // not (see [WithACL]): such a client could delete the holder's node and
-// take the lock. The error names the directory and the grant. It also
-// matches [ErrPermission]. [WithAnyDirectoryACL] accepts such directories.
+// take the lock. For a lock whose parameters live in the directory's data
+// (a semaphore's number of leases, [LockSpec].DirData), WRITE is refused
+// too: such a client could resize the semaphore. The error names the
+// directory and the grant, a digest identity by its user only (never the
+// password's hash). It also matches [ErrPermission].
+// [WithAnyDirectoryACL] accepts such directories.
 var ErrDirectoryACL = fmt.Errorf("%w: the lock directory's ACL lets others in", ErrPermission)
 
 // WithAnyDirectoryACL makes a client with its own ACL ([WithACL]) queue in
@@ -58,6 +62,17 @@ func WithAnyDirectoryACL() Option {
 // holder break the lock: delete the holder's node, queue a node ahead of
 // it, change the directory's ACL.
 const guardedPerms = zk.PermDelete | zk.PermCreate | zk.PermAdmin
+
+// guarded returns the permissions on the lock's directory that others must
+// not have: guardedPerms, and WRITE when the directory's data holds the
+// lock's parameters (a semaphore's number of leases), which whoever may
+// write it could change.
+func (l *Lock) guarded() int32 {
+	if l.spec.DirData != nil {
+		return guardedPerms | zk.PermWrite
+	}
+	return guardedPerms
+}
 
 // checksDirACL reports whether the client checks the ACL of its lock
 // directories: it has an ACL of its own, one that does not already grant
@@ -107,18 +122,32 @@ func (c *Client) ownIdentities() []zk.ACL {
 	return out
 }
 
-// foreignGrants returns the entries of dirACL that grant a guarded
-// permission to an identity the client's ACL does not grant it to, as
-// "scheme:id:perms" strings.
-func (c *Client) foreignGrants(dirACL []zk.ACL) []string {
+// foreignGrants returns the entries of dirACL that grant one of the
+// permissions guarded to an identity the client's ACL does not grant it
+// to, as "scheme:id:perms" strings (see identity).
+func (c *Client) foreignGrants(dirACL []zk.ACL, guarded int32) []string {
 	own := c.ownIdentities()
 	var out []string
 	for _, e := range dirACL {
-		if g := e.Perms & guardedPerms; g != 0 && !grants(own, e.Scheme, e.ID, g) {
-			out = append(out, e.Scheme+":"+e.ID+":"+permString(e.Perms))
+		if g := e.Perms & guarded; g != 0 && !grants(own, e.Scheme, e.ID, g) {
+			out = append(out, identity(e)+":"+permString(e.Perms))
 		}
 	}
 	return out
+}
+
+// identity names the identity of an ACL entry for an error text: a digest
+// identity ("user:base64 hash") by its user alone, as "digest:user", for
+// the hash of a password can be attacked offline; every id quoted
+// ([Quote]), since whoever set the ACL chose it.
+func identity(e zk.ACL) string {
+	id := e.ID
+	if e.Scheme == "digest" {
+		if user, _, ok := strings.Cut(id, ":"); ok {
+			id = user
+		}
+	}
+	return Quote(e.Scheme) + ":" + Quote(id)
 }
 
 // permString writes perms as ZooKeeper's CLI does: "cdrwa".
@@ -224,10 +253,14 @@ func (l *Lock) checkDir(ctx context.Context) error {
 		case st.Czxid != stW.Czxid:
 			continue // made again between the two reads
 		}
-		if bad := c.foreignGrants(acl); len(bad) > 0 {
-			return fmt.Errorf("%w: %s grants %s, which this client's ACL does not: such a client could delete the holder's node; "+
+		if bad := c.foreignGrants(acl, l.guarded()); len(bad) > 0 {
+			what := "delete the holder's node"
+			if l.guarded()&zk.PermWrite != 0 {
+				what = "delete the holder's node or change the parameters the directory holds"
+			}
+			return fmt.Errorf("%w: %s grants %s, which this client's ACL does not: such a client could %s; "+
 				"set the directory's ACL (docs/operations.md), or accept it with WithAnyDirectoryACL",
-				ErrDirectoryACL, l.dir, strings.Join(bad, ", "))
+				ErrDirectoryACL, l.dir, strings.Join(bad, ", "), what)
 		}
 		l.dirACL.set(st.Czxid, gone)
 		return nil

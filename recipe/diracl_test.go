@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -196,4 +197,47 @@ func TestDirectoryACLParents(t *testing.T) {
 			must(t, m.Unlock(ctx))
 		})
 	}
+}
+
+// TestDirectoryACLSemaphoreWrite: a semaphore keeps its number of leases in
+// its directory's data. A directory that lets others WRITE
+// ([alice:cdrwa, world:anyone:rw]) is refused to alice's semaphore with
+// ErrDirectoryACL naming the grant: otherwise an outsider sets the data to
+// maxLeases=1000, and alice's clients configured for 2 fail with
+// ErrMismatch while a client configured for 1000 acquires next to a holder.
+// A mutex keeps today's check: the same ACL is accepted for it. In a
+// directory alice's semaphore makes itself, the outsider cannot write.
+func TestDirectoryACLSemaphoreWrite(t *testing.T) {
+	srv := zktest.Shared(t)
+	ctx := locktest.Ctx(t, 60*time.Second)
+	raw := zktest.Connect(t, srv.Addr()) // no credentials
+	alice := locktest.Client(t, []string{srv.Addr()}, aliceOpts()...)
+	parent := openParent(t, raw)
+
+	writable := parent + "/writable"
+	acl := append(zk.DigestACL(zk.PermAll, "alice", "secret"), zk.WorldACL(zk.PermRead|zk.PermWrite)...)
+	if _, err := raw.Create(writable, nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	s, err := semaphore.New(alice, writable, 2)
+	must(t, err)
+	_, err = s.Acquire(ctx)
+	if !errors.Is(err, recipe.ErrDirectoryACL) || !strings.Contains(err.Error(), writable+" grants world:anyone:rw") {
+		t.Fatalf("semaphore Acquire in a directory others may write = %v; want ErrDirectoryACL naming world:anyone:rw", err)
+	}
+	t.Logf("refused: %v", err)
+	m, err := mutex.New(alice, writable)
+	must(t, err)
+	must(t, m.Lock(ctx))
+	must(t, m.Unlock(ctx))
+
+	own := parent + "/own-semaphore"
+	s, err = semaphore.New(alice, own, 2)
+	must(t, err)
+	lease, err := s.Acquire(ctx)
+	must(t, err)
+	if _, err := raw.Set(own, []byte("maxLeases=1000"), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("an outsider's set of maxLeases on alice's semaphore directory: %v, want no auth", err)
+	}
+	must(t, lease.Release(ctx))
 }

@@ -145,12 +145,14 @@ func (c *Client) resumeLocked() {
 	case !e.ended() && e.susp.began:
 		close(e.susp.over)
 		e.susp = newSuspension()
+		c.trustedLocked()
 		c.log.Info("zookeeper session answers again; suspension over", "session", fmt.Sprintf("0x%x", e.session))
 	case e.ended() && (errors.Is(e.err, ErrConnectionSuspended) || errors.Is(e.err, errPresumedExpired)):
 		// The connection outlived the silence (a stalled server or a
 		// paused process) and the server answers again on the same
 		// session: trust it anew. What was held stays lost.
 		c.cur = c.newEpoch(e.session)
+		c.trustedLocked()
 		c.log.Debug("zookeeper session trusted again", "session", fmt.Sprintf("0x%x", e.session))
 	}
 }
@@ -182,4 +184,19 @@ func (c *Client) watchdog() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// trustedLocked wakes every wait for a trusted session (waitRetry): the
+// current epoch is in force now, new or resumed. c.mu is held.
+func (c *Client) trustedLocked() {
+	close(c.trust)
+	c.trust = make(chan struct{})
+}
+
+// trustChange returns a channel closed the next time a session is trusted
+// anew.
+func (c *Client) trustChange() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.trust
 }

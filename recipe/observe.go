@@ -110,10 +110,19 @@ func (o *Observer) Err() error {
 // observation with an error wrapping [ErrMismatch], as they make an
 // acquire fail.
 //
-// The limit: it sees the head at the moments it looks. Heads (and data)
-// that come and go within one watch round trip (a deletion's notification
-// plus the next listing and read), or while the receiver is not reading
-// C, are not delivered: the next delivery is the head at that time.
+// The promise is the latest head, not every change: every delivery is a
+// head the queue really had, later than the one before (never an older
+// head after a newer one, never one twice), and after the last change the
+// observer delivers the head that stays, one watch round trip later. It
+// sees the head at the moments it looks: heads (and data) that come and
+// go within one watch round trip (a deletion's notification plus the next
+// listing and read), or while the receiver is not reading C, are not
+// delivered; the next delivery is the head at that time. That round trip
+// grows with the load: in TestObserveLatestAtScale, 1,000 observers on
+// four clients of one server, with the head changing 10 times 300 ms
+// apart, each delivered 10 or 11 of the 11 heads, and all the last one
+// within 0.2 s of its change (under the race detector, 2 to 5 of them,
+// and the last within 1.8 s).
 //
 // A nil ctx gives an error wrapping [ErrInvalidArgument], and no
 // Observer.
@@ -327,7 +336,7 @@ func (l *Lock) otherKindAhead(names []string, first string) error {
 		}
 		if seq, ok := driver.Sequence(n, ln); first == "" || ok && seq < ours {
 			return fmt.Errorf("%w (%w): in use as a %s lock (node %s); this is a %s lock (%s nodes)",
-				ErrMismatch, errOtherKind, kind, n, l.spec.Recipe, l.spec.LockName)
+				ErrMismatch, errOtherKind, kind, Quote(n), l.spec.Recipe, l.spec.LockName)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -69,6 +70,11 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: loss timeout %v must be shorter than the session timeout %v", ErrInvalidArgument, c.lossTimeout, c.sessionTimeout)
 	case c.auth && c.authUser == "":
 		return fmt.Errorf("%w: digest auth needs a user name", ErrInvalidArgument)
+	case c.auth && strings.Contains(c.authUser, ":"):
+		// The server splits "user:password" at the first colon: it would
+		// store the user as the part before it, and the client's own
+		// digest ACL would name another user than the session's.
+		return fmt.Errorf("%w: digest user name %s contains ':', which ZooKeeper takes as the end of the name", ErrInvalidArgument, Quote(c.authUser))
 	case len(c.acl) == 0:
 		return fmt.Errorf("%w: ACL must not be empty", ErrInvalidArgument)
 	case c.logger == nil:
@@ -151,7 +157,10 @@ func WithSuspensionTolerance() Option {
 }
 
 // WithDigestAuth authenticates the session with the digest scheme
-// ("user:password"), also after every reconnect. Default: no credentials.
+// ("user:password"), also after every reconnect. A user name containing
+// ':' is refused by [Connect] with [ErrInvalidArgument] (the server would
+// cut the name there). The password is never printed: a [Client] prints
+// its user only (see [Client.Format]). Default: no credentials.
 func WithDigestAuth(user, password string) Option {
 	return func(c *config) { c.auth, c.authUser, c.authPassword = true, user, password }
 }

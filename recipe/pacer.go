@@ -2,6 +2,7 @@ package recipe
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -24,6 +25,41 @@ import (
 // note (from noteRetry) counts and logs its retries.
 func (c *Client) waiter(note func(error, time.Duration)) *retry.Waiter {
 	return retry.NewWaiter(firstAtOnce{c.cfg.retry}, note)
+}
+
+// waitRetry is w.Wait, except that a wait after errNoTrustedSession ends
+// as soon as a session is trusted again: the pause was begun while the
+// session was silent, and sleeping it out once the fault is over would
+// add up to the policy's longest pause, once per suspension, to the time
+// an acquire takes to get going again (docs/failure-model.md's B allows
+// one). The policy still decides whether to retry at all.
+func (c *Client) waitRetry(ctx context.Context, w *retry.Waiter, err error) error {
+	if !errors.Is(err, errNoTrustedSession) {
+		return w.Wait(ctx, err)
+	}
+	trusted := c.trustChange()
+	if c.currentEpoch() != nil {
+		trusted = closedChan // trusted since the phase looked: go on at once
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-trusted:
+			cancel()
+		case <-done:
+		}
+	}()
+	werr := w.Wait(wctx, err)
+	if werr != nil && ctx.Err() == nil && wctx.Err() != nil {
+		// Woken by a session trusted anew, which is progress as a
+		// round trip is: retry now, on a fresh schedule.
+		w.Reset()
+		return nil
+	}
+	return werr
 }
 
 // retryDo runs fn under the client's retry policy.

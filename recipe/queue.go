@@ -179,7 +179,7 @@ func (a *attempt) listingVouches(ep *epoch) bool {
 // with it, as the known queue.
 func (a *attempt) accept(ep *epoch, names []string, dirData []byte) error {
 	if len(dirData) > 0 && string(dirData) != string(a.l.spec.DirData) {
-		return fmt.Errorf("%w: %w: %s carries %q, this client expects %q", ErrMismatch, a.l.spec.DirMismatch, a.l.dir, dataAttr(dirData), a.l.spec.DirData)
+		return fmt.Errorf("%w: %w: %s carries %s, this client expects %s", ErrMismatch, a.l.spec.DirMismatch, a.l.dir, Quote(string(dirData)), Quote(string(a.l.spec.DirData)))
 	}
 	a.ep = ep
 	a.watches = a.watches[:0]
@@ -263,15 +263,15 @@ func (a *attempt) kindConflict(n string, ours int64, ordered bool) error {
 		if seq, ok := driver.Sequence(n, ln); !ordered || !ok || seq >= ours {
 			return nil
 		}
-		why = fmt.Sprintf("in use as a %s lock (node %s)", kind, n)
+		why = fmt.Sprintf("in use as a %s lock (node %s)", kind, Quote(n))
 	case driver.Foreign:
 		ln, _, _ := driver.KindOf(n)
 		k, _ := driver.KindNamed(ln)
-		why = fmt.Sprintf("in use by kazoo's %s (node %s), which does not see %s nodes", k.Kazoo, n, a.l.spec.LockName)
+		why = fmt.Sprintf("in use by kazoo's %s (node %s), which does not see %s nodes", k.Kazoo, Quote(n), a.l.spec.LockName)
 	case driver.Unknown:
-		why = fmt.Sprintf("node %s is %s, which nothing here can order against %s nodes", n, c, a.l.spec.LockName)
+		why = fmt.Sprintf("node %s is %s, which nothing here can order against %s nodes", Quote(n), c, a.l.spec.LockName)
 	case driver.Layout:
-		why = fmt.Sprintf("node %s is %s, which does not see %s nodes", n, c, a.l.spec.LockName)
+		why = fmt.Sprintf("node %s is %s, which does not see %s nodes", Quote(n), c, a.l.spec.LockName)
 	default:
 		return nil
 	}

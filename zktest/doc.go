@@ -39,6 +39,17 @@
 // (Proxy.DropNextRequest), and have their sessions expired at once, as
 // the server would after a long partition (Proxy.ExpireSessions).
 //
+// # Faults between the members of an ensemble
+//
+// The members of an Ensemble reach each other through byte-level proxies
+// of the kit (NewByteProxy), one per direction and port, so the network
+// between them can be cut too: Ensemble.Partition between chosen groups of
+// members, Ensemble.PartitionOneWay for the messages one group sends
+// another, Ensemble.Isolate for one member, Ensemble.Heal to end them.
+// Ensemble.Freeze stops a chosen member with SIGSTOP (Ensemble.Thaw), and
+// Ensemble.MemberClient connects a client to one chosen member only, as a
+// client next to a minority of the ensemble would be.
+//
 // # Where ZooKeeper comes from
 //
 // The kit runs java itself, from WithClassPath, else ZOOKEEPER_HOME (an

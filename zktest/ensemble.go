@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -16,6 +17,12 @@ type Ensemble struct {
 	// Servers are the ensemble's members, in myid order.
 	Servers []*Server
 	set     settings
+
+	// links[i][j] are the proxies member i reaches member j through
+	// (peers.go); blocked[i][j] is set while what i sends j is cut.
+	links   [][]link
+	linkMu  sync.Mutex
+	blocked [][]bool
 }
 
 // StartEnsemble starts an ensemble of n servers (3 is the usual size) for
@@ -62,9 +69,16 @@ func NewEnsemble(n int, opts ...Option) (*Ensemble, error) {
 	for i := range peers {
 		peers[i] = peer{id: i + 1, peerPort: ports[3*i+1], electionPort: ports[3*i+2]}
 	}
-	e := &Ensemble{set: set}
+	links, views, err := startLinks(peers)
+	if err != nil {
+		return nil, err
+	}
+	e := &Ensemble{set: set, links: links, blocked: make([][]bool, n)}
+	for i := range e.blocked {
+		e.blocked[i] = make([]bool, n)
+	}
 	for i := 0; i < n; i++ {
-		s, err := newServer(set, inst, ports[3*i], i+1, peers)
+		s, err := newServer(set, inst, ports[3*i], i+1, views[i])
 		if err != nil {
 			_ = e.Close()
 			return nil, err
@@ -132,7 +146,7 @@ func (e *Ensemble) Addrs() []string {
 func (e *Ensemble) Leader() (int, error) {
 	leader := -1
 	for i, s := range e.Servers {
-		if !s.Running() {
+		if !s.Running() || s.Frozen() {
 			continue
 		}
 		if s.mode() == "leader" {
@@ -149,8 +163,9 @@ func (e *Ensemble) Leader() (int, error) {
 }
 
 // WaitQuorum waits until exactly one running server is the leader and
-// every running server serves requests (srvr reports its mode). Stopped
-// or killed servers are ignored. It fails after timeout, with every
+// every running server serves requests (srvr reports its mode). Stopped,
+// killed and frozen servers are ignored; a member cut off by Partition
+// does not serve, so WaitQuorum waits for Heal. It fails after timeout, with every
 // server's state in the error.
 func (e *Ensemble) WaitQuorum(timeout time.Duration) error {
 	return e.waitQuorum(timeout, false)
@@ -196,6 +211,10 @@ func (e *Ensemble) quorumState() (ok bool, state string, dead *Server) {
 			}
 			continue
 		}
+		if s.Frozen() {
+			desc = append(desc, fmt.Sprintf("%d(%s)=frozen", i, s.Addr()))
+			continue
+		}
 		running++
 		m := s.mode()
 		if m == "" {
@@ -225,5 +244,6 @@ func (e *Ensemble) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, e.closeLinks())
 	return errors.Join(errs...)
 }

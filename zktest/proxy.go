@@ -246,6 +246,12 @@ func (r *rule) hit() bool {
 type Proxy struct {
 	ln   net.Listener
 	done chan struct{} // closed by Close
+	// bytes: a byte-level proxy (NewByteProxy), which parses nothing.
+	bytes bool
+	// greet, if set, forwards the first bytes a byte-level proxy reads
+	// from a client (the ensemble's election links rewrite the address
+	// a member announces there, see peers.go).
+	greet func(r *bufio.Reader) ([]byte, error)
 
 	mu        sync.Mutex
 	target    string
@@ -264,6 +270,22 @@ type Proxy struct {
 // NewProxy starts a proxy listening on a free port of 127.0.0.1 that
 // forwards to the ZooKeeper server at target ("host:port").
 func NewProxy(target string) (*Proxy, error) {
+	return newProxy(target, false, nil)
+}
+
+// NewByteProxy starts a proxy like NewProxy that forwards bytes without
+// parsing them, for any TCP protocol: ZooKeeper's quorum and election
+// links between the members of an ensemble (Ensemble.Partition puts
+// such proxies between them), or a client of another protocol. Partition,
+// PartitionOneWay, Heal, DropAll, Retarget, Stats.Connections and Close
+// work as they do on a ZooKeeper client proxy, checked for every chunk
+// of bytes read; the faults that need frames (Arm, CutAfterCreates,
+// ExpireSessions, Record) see no requests and do nothing.
+func NewByteProxy(target string) (*Proxy, error) {
+	return newProxy(target, true, nil)
+}
+
+func newProxy(target string, bytes bool, greet func(*bufio.Reader) ([]byte, error)) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("zktest: proxy: %w", err)
@@ -271,6 +293,8 @@ func NewProxy(target string) (*Proxy, error) {
 	p := &Proxy{
 		ln:     ln,
 		done:   make(chan struct{}),
+		bytes:  bytes,
+		greet:  greet,
 		target: target,
 		conns:  make(map[*proxyConn]struct{}),
 	}
@@ -544,7 +568,7 @@ func (p *Proxy) acceptLoop() {
 			return
 		}
 		p.stats.Connections++
-		c := &proxyConn{p: p, client: client, id: p.stats.Connections, target: p.target}
+		c := &proxyConn{p: p, client: client, id: p.stats.Connections, target: p.target, greet: p.greet}
 		c.holes.Store(uint32(p.holes))
 		p.conns[c] = struct{}{}
 		p.wg.Add(1)
@@ -559,7 +583,8 @@ type proxyConn struct {
 	p      *Proxy
 	client net.Conn
 	id     int
-	target string        // the server this connection is (or would be) forwarded to
+	target string // the server this connection is (or would be) forwarded to
+	greet  func(*bufio.Reader) ([]byte, error)
 	holes  atomic.Uint32 // Direction black-holed
 	cut    atomic.Bool   // client side cut by a fault
 	raw4lw atomic.Bool   // a four-letter word, not a session: no frames
@@ -635,6 +660,10 @@ func (c *proxyConn) run() {
 func (c *proxyConn) clientToServer(server net.Conn) {
 	defer c.endClientToServer()
 	r := bufio.NewReaderSize(c.client, 32<<10)
+	if c.p.bytes {
+		c.copyBytes(server, r, ClientToServer, c.greet)
+		return
+	}
 	if !c.forwardConnect(server, r) {
 		return
 	}
@@ -802,6 +831,11 @@ func (c *proxyConn) cutLater() {
 func (c *proxyConn) serverToClient(server net.Conn) {
 	defer c.p.wg.Done()
 	r := bufio.NewReaderSize(server, 32<<10)
+	if c.p.bytes {
+		c.copyBytes(c.client, r, ServerToClient, nil)
+		c.endServerToClient()
+		return
+	}
 	frame := make([]byte, 0, 32<<10)
 	clientOK := true
 	for first := true; ; first = false {
@@ -889,5 +923,35 @@ func (c *proxyConn) endServerToClient() {
 		c.closeServer()
 	default:
 		c.closeBoth()
+	}
+}
+
+// copyBytes copies src to dst (nil: discard) until either fails, chunk
+// by chunk, discarding the chunks read while direction d is black-holed.
+// greet, if set, first reads and forwards the opening of the stream in a
+// form of its own.
+func (c *proxyConn) copyBytes(dst net.Conn, src *bufio.Reader, d Direction, greet func(*bufio.Reader) ([]byte, error)) {
+	if greet != nil {
+		b, err := greet(src)
+		if err != nil {
+			return
+		}
+		if dst != nil && !c.holed(d) {
+			if _, err := dst.Write(b); err != nil {
+				return
+			}
+		}
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && dst != nil && !c.holed(d) {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }

@@ -253,6 +253,9 @@ func config(set settings, dataDir string, port int, peers []peer) string {
 		w("initLimit", ticksFor(5*time.Second, set.tickTime))
 		w("syncLimit", ticksFor(2*time.Second, set.tickTime))
 		w("quorumListenOnAllIPs", "false")
+		// Every member has its own view of the others' addresses
+		// (peers.go): none may adopt another's.
+		w("reconfigEnabled", "false")
 		w("electionPortBindRetry", 10)
 		if len(peers) == 1 {
 			// A one-server ensemble still elects itself leader.
@@ -589,6 +592,13 @@ func (s *Server) killLocked() {
 // on a frozen server kill it.
 func (s *Server) Freeze() error {
 	return s.signal(syscall.SIGSTOP, true)
+}
+
+// Frozen reports whether the server is stopped by Freeze.
+func (s *Server) Frozen() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.frozen && s.proc != nil && !s.proc.exited()
 }
 
 // Thaw resumes a server stopped by Freeze (SIGCONT). On a server that is

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +23,7 @@ const (
 	exitNoLeader   = 3  // leader: nobody leads
 	exitUsage      = 64 // EX_USAGE: bad command line or environment
 	exitMismatch   = 65 // EX_DATAERR: PATH holds another kind of lock
+	exitNoInput    = 66 // EX_NOINPUT: ls: there is no lock directory at PATH
 	exitFailure    = 69 // EX_UNAVAILABLE: ZooKeeper unreachable or failing
 	exitPermission = 77 // EX_NOPERM: ZooKeeper refused for lack of rights
 	exitLost       = 75 // EX_TEMPFAIL: the lock was lost while CMD ran
@@ -77,13 +82,26 @@ type proc struct {
 
 // connFlags are the connection flags every command takes.
 type connFlags struct {
-	servers        string
-	sessionTimeout time.Duration
+	servers         string
+	sessionTimeout  time.Duration
+	sessionFlag     durationValue
+	acl             string
+	tls             bool
+	tlsCA, tlsCert  string
+	tlsKey, tlsName string
 }
 
 func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.servers, "zk", "", "")
-	fs.DurationVar(&c.sessionTimeout, "session-timeout", defaultSessionTimeout, "")
+	c.sessionTimeout = defaultSessionTimeout
+	c.sessionFlag.d = &c.sessionTimeout
+	fs.Var(&c.sessionFlag, "session-timeout", "")
+	fs.StringVar(&c.acl, "acl", "", "")
+	fs.BoolVar(&c.tls, "tls", false, "")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "")
+	fs.StringVar(&c.tlsName, "tls-server-name", "", "")
 }
 
 // connConfig is what connecting needs, checked before any I/O.
@@ -92,7 +110,17 @@ type connConfig struct {
 	sessionTimeout time.Duration
 	user, password string
 	auth           bool
+	acl            string      // aclRead, aclPrivate or aclOpen
+	tls            *tls.Config // nil: plain TCP
 }
+
+// The ACL modes of --acl: what zklock gives the lock directories (and
+// their missing parents) and lock nodes it creates.
+const (
+	aclRead    = "read"    // the credentials' user may do everything, everyone may read
+	aclPrivate = "private" // the credentials' user may do everything, nobody else anything
+	aclOpen    = "open"    // everyone may do everything (ZooKeeper's default), no directory check
+)
 
 // resolve checks the connection flags and the environment.
 func (c *connFlags) resolve(env func(string) (string, bool)) (connConfig, error) {
@@ -134,6 +162,80 @@ func (c *connFlags) resolve(env func(string) (string, bool)) (connConfig, error)
 		}
 		cfg.user, cfg.password, cfg.auth = user, password, true
 	}
+	var err error
+	if cfg.acl, err = c.resolveACL(env, cfg.auth); err != nil {
+		return cfg, err
+	}
+	if cfg.tls, err = c.resolveTLS(env); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// resolveACL returns the ACL mode of --acl or ZKLOCK_ACL: by default
+// "read" with credentials, "open" without; a mode that needs credentials
+// without them is a usage error.
+func (c *connFlags) resolveACL(env func(string) (string, bool), auth bool) (string, error) {
+	mode, from := c.acl, "--acl"
+	if mode == "" {
+		mode, _ = env("ZKLOCK_ACL")
+		from = "ZKLOCK_ACL"
+	}
+	switch {
+	case mode == "" && auth:
+		return aclRead, nil
+	case mode == "":
+		return aclOpen, nil
+	case mode != aclRead && mode != aclPrivate && mode != aclOpen:
+		return "", usageErr("%s %s: want read, private or open", from, recipe.Quote(mode))
+	case mode != aclOpen && !auth:
+		return "", usageErr("%s %s needs credentials: set ZKLOCK_AUTH=user:password", from, mode)
+	}
+	return mode, nil
+}
+
+// setting returns the value of a flag, or else of the environment
+// variable.
+func setting(flagValue string, env func(string) (string, bool), name string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	v, _ := env(name)
+	return v
+}
+
+// resolveTLS returns the TLS configuration the flags and environment ask
+// for, nil for plain TCP. Any TLS setting turns TLS on; --tls alone trusts
+// the system's certificate authorities.
+func (c *connFlags) resolveTLS(env func(string) (string, bool)) (*tls.Config, error) {
+	ca := setting(c.tlsCA, env, "ZKLOCK_TLS_CA")
+	cert := setting(c.tlsCert, env, "ZKLOCK_TLS_CERT")
+	key := setting(c.tlsKey, env, "ZKLOCK_TLS_KEY")
+	name := setting(c.tlsName, env, "ZKLOCK_TLS_SERVER_NAME")
+	if !c.tls && ca == "" && cert == "" && key == "" && name == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: name}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, usageErr("TLS CA: %v", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, usageErr("TLS CA %s: no PEM certificate in it", ca)
+		}
+	}
+	switch {
+	case cert != "" && key != "":
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, usageErr("TLS certificate: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	case cert != "" || key != "":
+		return nil, usageErr("a TLS client certificate needs both --tls-cert and --tls-key (or ZKLOCK_TLS_CERT and ZKLOCK_TLS_KEY)")
+	}
 	return cfg, nil
 }
 
@@ -151,17 +253,38 @@ func (v *durationValue) String() string {
 	return v.d.String()
 }
 
+// maxDuration is the longest duration a flag takes: the longest
+// time.Duration, about 292 years.
+const maxDuration = time.Duration(math.MaxInt64)
+
 func (v *durationValue) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil {
+		switch {
+		case errors.Is(ferr, strconv.ErrRange),
+			ferr == nil && (math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) >= maxDuration.Seconds()),
+			ferr != nil && tooLong(s, err):
+			return fmt.Errorf("out of range: want at most %v (about 292 years)", maxDuration.Truncate(time.Second))
+		case ferr != nil:
 			return fmt.Errorf("want a duration such as 500ms, 30s, 5m, or seconds")
 		}
 		d = time.Duration(f * float64(time.Second))
 	}
 	*v.d, v.set = d, true
 	return nil
+}
+
+// tooLong reports whether err, time.ParseDuration's error for s, says
+// that s is well formed but beyond the longest duration ("invalid
+// duration" is also its error for "-", "." or "--5s").
+func tooLong(s string, err error) bool {
+	if !strings.HasPrefix(err.Error(), "time: invalid duration") {
+		return false
+	}
+	s = strings.TrimLeft(s, "+-")
+	return len(s) > 1 && s[0] >= '0' && s[0] <= '9' &&
+		!strings.ContainsFunc(s, func(r rune) bool { return !strings.ContainsRune("0123456789.nsuµmh", r) })
 }
 
 // newFlagSet returns a flag set that reports errors to the caller only.

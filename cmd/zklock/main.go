@@ -44,11 +44,25 @@ flags of every command (before PATH; "--" ends the flags):
                                   else 127.0.0.1:2181)
   --session-timeout DURATION      ZooKeeper session timeout, also the bound
                                   on connecting (default 10s)
+  --acl MODE                      with ZKLOCK_AUTH, the ACL of the nodes
+                                  zklock creates: read (the default: the
+                                  user may do all, others only read),
+                                  private (the user only), or open (anyone
+                                  may do all; no check of the directory)
+  --tls                           connect over TLS (implied by --tls-*)
+  --tls-ca FILE                   trust the CA certificates (PEM) in FILE
+                                  (default: the system's)
+  --tls-cert FILE, --tls-key FILE the client certificate and key (PEM)
+  --tls-server-name NAME          the name the servers' certificate must
+                                  carry (default: each server's host)
   -h, --help                      print the command's help
 
 environment:
   ZKLOCK_SERVERS   servers, when --zk is not given (set but empty: an error)
-  ZKLOCK_AUTH      user:password for digest authentication
+  ZKLOCK_AUTH      user:password for digest authentication (not passed on
+                   to CMD)
+  ZKLOCK_ACL, ZKLOCK_TLS_CA, ZKLOCK_TLS_CERT, ZKLOCK_TLS_KEY,
+  ZKLOCK_TLS_SERVER_NAME   the flag of the same name, when it is not given
 
 exit status:
   0    success (run, elect: CMD's status)
@@ -56,6 +70,7 @@ exit status:
   3    leader: nobody leads
   64   usage error
   65   PATH holds another kind of lock
+  66   ls: there is no lock directory at PATH
   69   ZooKeeper unreachable, or a request failed
   75   the lock was lost while CMD ran
   77   ZooKeeper refused for lack of rights
@@ -89,6 +104,8 @@ func Main(args []string, stdout, stderr io.Writer, env func(string) (string, boo
 	case "-version", "--version", "version":
 		fmt.Fprintln(stdout, "zklock", version())
 		return exitOK
+	case watchdogCommand:
+		return runWatchdog(args[1:], os.Stdin, stderr)
 	}
 	newCmd, ok := commands[args[0]]
 	if !ok {
@@ -139,10 +156,46 @@ func report(cmd *command, err error, stderr io.Writer) int {
 	}
 }
 
-// version returns the module version zklock was built from.
+// version says what zklock was built from: the module version when it
+// was built as a module ("go install ...@v1.2.3"), else the commit of the
+// checkout it was built in (with "+dirty" for uncommitted changes), else
+// "(devel)"; then the Go version.
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown: built without module information)"
 	}
-	return "(devel)"
+	return describeBuild(bi)
+}
+
+// describeBuild is version's text for the build information bi.
+func describeBuild(bi *debug.BuildInfo) string {
+	var rev, at string
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	if rev != "" && (v == "(devel)" || strings.Contains(v, rev[:min(12, len(rev))])) {
+		// Built in a checkout: the module version is a pseudo-version
+		// or (devel); the commit says more.
+		v += " commit " + rev
+		if at != "" {
+			v += " (" + at + ")"
+		}
+		if dirty {
+			v += " +dirty"
+		}
+	}
+	return v + " " + bi.GoVersion
 }

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os/signal"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/leader"
@@ -29,6 +33,8 @@ flags:
   --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
                                  else 127.0.0.1:2181)
   --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+  --acl, --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name
+                                 credentials' ACL and TLS: see "zklock --help"
 `
 
 const lsHelp = `usage: zklock ls [flags] PATH
@@ -49,6 +55,8 @@ flags:
   --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
                                  else 127.0.0.1:2181)
   --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+  --acl, --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name
+                                 credentials' ACL and TLS: see "zklock --help"
 `
 
 const rmHelp = `usage: zklock rm [flags] PATH NODE
@@ -63,6 +71,8 @@ flags:
   --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
                                  else 127.0.0.1:2181)
   --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+  --acl, --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name
+                                 credentials' ACL and TLS: see "zklock --help"
 `
 
 // queueTimeout bounds the requests of leader, ls and rm.
@@ -84,7 +94,7 @@ func newLeaderCommand() *command {
 		if err != nil {
 			return err
 		}
-		c, err := connect(cfg)
+		c, err := connect(context.Background(), cfg)
 		if err != nil {
 			return err
 		}
@@ -105,7 +115,7 @@ func newLeaderCommand() *command {
 		if err != nil {
 			return zkError(err)
 		}
-		fmt.Fprintln(p.stdout, id)
+		fmt.Fprintln(p.stdout, recipe.Quote(id))
 		return nil
 	}
 	return cmd
@@ -120,7 +130,7 @@ func watchLeaders(p *proc, e *leader.Election) error {
 		return zkError(err)
 	}
 	for id := range ids {
-		fmt.Fprintln(p.stdout, id)
+		fmt.Fprintln(p.stdout, recipe.Quote(id))
 	}
 	if err := stopped(); err != nil {
 		return zkError(err)
@@ -132,12 +142,17 @@ func watchLeaders(p *proc, e *leader.Election) error {
 var queueNames = driver.LockNames()
 
 // kindOf names the kind of a node (mutex, read, write, lease, latch) from
-// its name, "?" when it is of no known kind.
+// its name, "?" when it is of no known kind or its sequence number does
+// not parse (_c_x-lock--1, or one beyond int64).
 func kindOf(node string) string {
-	if _, kind, ok := driver.KindOf(node); ok {
-		return kind
+	ln, kind, ok := driver.KindOf(node)
+	if !ok {
+		return "?"
 	}
-	return "?"
+	if _, ok := driver.Sequence(node, ln); !ok {
+		return "?"
+	}
+	return kind
 }
 
 // familyOf groups kinds that queue together: the read and write nodes of
@@ -222,7 +237,7 @@ func queue(ctx context.Context, lk *recipe.Lock, leases int) ([]entry, error) {
 			Token:      p.Token,
 			Data:       printable(p.Data),
 		}
-		if e.Kind != "lease" || leases > 0 {
+		if e.Kind != "?" && (e.Kind != "lease" || leases > 0) {
 			held := p.Holder // decided by queueDriver
 			e.Holder = &held
 		}
@@ -236,14 +251,8 @@ func queue(ctx context.Context, lk *recipe.Lock, leases int) ([]entry, error) {
 	return out, nil
 }
 
-// printable returns data as text, quoted when it is not plain UTF-8.
-func printable(data []byte) string {
-	s := string(data)
-	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return strconv.Quote(s)
-	}
-	return s
-}
+// printable returns node data as recipe.Quote prints it.
+func printable(data []byte) string { return recipe.Quote(data) }
 
 func newLsCommand() *command {
 	cmd := newCommand("ls", lsHelp)
@@ -267,7 +276,7 @@ func newLsCommand() *command {
 				printTable(p, es)
 				return nil
 			}
-			enc := json.NewEncoder(p.stdout)
+			enc := json.NewEncoder(jsonEscaper{p.stdout})
 			enc.SetIndent("", "  ")
 			if es == nil {
 				es = []entry{}
@@ -288,7 +297,7 @@ func printTable(p *proc, es []entry) {
 			session = "persistent"
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
-			e.Position, state(e.Holder), e.Kind, age(e.AgeSeconds), session, e.Token, e.Node, e.Data)
+			e.Position, state(e.Holder), e.Kind, age(e.AgeSeconds), session, e.Token, recipe.Quote(e.Node), e.Data)
 	}
 	_ = tw.Flush()
 }
@@ -337,7 +346,7 @@ func newRmCommand() *command {
 				}
 			}
 			if len(found) == 0 {
-				return failf(exitConflict, "no node %s in the queue of %s", node, path)
+				return failf(exitConflict, "no node %s in the queue of %s", recipe.Quote(node), path)
 			}
 			if !force {
 				fmt.Fprintln(p.stdout, "would delete (run again with --force to delete):")
@@ -347,7 +356,7 @@ func newRmCommand() *command {
 			if err := lk.Evict(ctx, node); err != nil {
 				return zkError(fmt.Errorf("delete %s/%s: %w", path, node, err))
 			}
-			fmt.Fprintf(p.stdout, "deleted %s/%s\n", path, node)
+			fmt.Fprintf(p.stdout, "deleted %s/%s\n", path, recipe.Quote(node))
 			return nil
 		})
 	}
@@ -364,14 +373,18 @@ func onQueue(cmd *command, p *proc, path string, leases int, fn func(context.Con
 	if err != nil {
 		return err
 	}
-	c, err := connect(cfg)
+	c, err := connect(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
 	defer cancel()
-	recorded := recordedLeases(ctx, c, path)
+	recorded, missing := recordedLeases(ctx, c, path)
+	if missing && cmd.name == "ls" {
+		// rm finds no node in it, and says so (1).
+		return failf(exitNoInput, "no lock directory %s", path)
+	}
 	switch {
 	case leases == 0:
 		leases = recorded
@@ -406,25 +419,59 @@ const leasesRecord = "maxLeases="
 
 // recordedLeases returns the number of leases a semaphore at path recorded
 // in the directory's data, or 0 when there is no such record (no
-// semaphore ever used path, or the directory is gone) or it cannot be read.
-// Nothing depends on it but the states ls shows, which stay "?" without it.
-func recordedLeases(ctx context.Context, c *recipe.Client, path string) int {
-	got := make(chan []byte, 1)
+// semaphore ever used path) or it cannot be read; missing is true when
+// the server says the directory does not exist.
+// Nothing depends on the number but the states ls shows, which stay "?"
+// without it.
+func recordedLeases(ctx context.Context, c *recipe.Client, path string) (leases int, missing bool) {
+	type reply struct {
+		data []byte
+		err  error
+	}
+	got := make(chan reply, 1)
 	go func() {
 		// A request of the wire client waits through a reconnect; the
 		// client's Close, deferred by the caller, ends it.
 		data, _, err := c.Conn().Get(path)
-		if err != nil {
-			data = nil
-		}
-		got <- data
+		got <- reply{data, err}
 	}()
 	select {
-	case data := <-got:
-		return parseLeases(data)
+	case r := <-got:
+		if r.err != nil {
+			return 0, errors.Is(r.err, zk.ErrNoNode)
+		}
+		return parseLeases(r.data), false
 	case <-ctx.Done():
-		return 0
+		return 0, false
 	}
+}
+
+// jsonEscaper writes JSON with every character that is not printable
+// (strconv.IsPrint: C1 controls, U+202E and the other format characters,
+// line separators) escaped as \uXXXX. The encoder writes such characters
+// only inside strings, where the escape means the same character: the
+// document is the same, and a terminal showing it acts on none of them.
+type jsonEscaper struct{ w io.Writer }
+
+func (j jsonEscaper) Write(b []byte) (int, error) {
+	var out []byte
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		switch {
+		case r < utf8.RuneSelf || strconv.IsPrint(r) && r != utf8.RuneError:
+			out = append(out, b[i:i+n]...)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		i += n
+	}
+	if _, err := j.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // parseLeases reads a semaphore's record of its number of leases, 0 when

@@ -7,10 +7,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
@@ -38,12 +41,16 @@ flags:
   --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
                                  else 127.0.0.1:2181)
   --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+  --acl, --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name
+                                 credentials' ACL and TLS: see "zklock --help"
 
 CMD runs in its own process group with ZKLOCK_TOKEN (the fencing token),
-ZKLOCK_PATH and ZKLOCK_NODE in its environment. SIGINT, SIGTERM and SIGHUP
-are forwarded to it; the lock is released when it exits. If the lock is
-lost while CMD runs, CMD's process group gets SIGTERM (then SIGKILL after
---kill-after) and zklock exits with 75.
+ZKLOCK_PATH and ZKLOCK_NODE in its environment, and without ZKLOCK_AUTH.
+SIGINT, SIGTERM and SIGHUP are forwarded to it; the lock is released when
+it exits. If the lock is lost while CMD runs, CMD's process group gets
+SIGTERM (then SIGKILL after --kill-after) and zklock exits with 75. If
+zklock itself stops or hangs for a quarter of the session timeout, a
+watchdog sends CMD's process group SIGTERM, then SIGKILL.
 `
 
 const electHelp = `usage: zklock elect [flags] PATH [--] CMD [ARG...]
@@ -64,10 +71,12 @@ flags:
   --zk HOST:PORT[,HOST:PORT...]  servers (default: $ZKLOCK_SERVERS,
                                  else 127.0.0.1:2181)
   --session-timeout DURATION     ZooKeeper session timeout (default 10s)
+  --acl, --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name
+                                 credentials' ACL and TLS: see "zklock --help"
 
 CMD runs as for "zklock run": its own process group, ZKLOCK_TOKEN,
-ZKLOCK_PATH and ZKLOCK_NODE, signals forwarded; on loss of leadership
-SIGTERM, then SIGKILL, and exit status 75.
+ZKLOCK_PATH and ZKLOCK_NODE, no ZKLOCK_AUTH, signals forwarded, a
+watchdog; on loss of leadership SIGTERM, then SIGKILL, and exit status 75.
 `
 
 // defaultKillAfter is --kill-after's default.
@@ -84,6 +93,7 @@ type holdFlags struct {
 	conflictCode int
 	quiet        bool
 	killAfter    time.Duration
+	killFlag     durationValue
 }
 
 func (h *holdFlags) register(cmd *command, withNonblock bool) {
@@ -99,7 +109,9 @@ func (h *holdFlags) register(cmd *command, withNonblock bool) {
 	fs.IntVar(&h.conflictCode, "conflict-exit-code", exitConflict, "")
 	fs.BoolVar(&h.quiet, "q", false, "")
 	fs.BoolVar(&h.quiet, "quiet", false, "")
-	fs.DurationVar(&h.killAfter, "kill-after", defaultKillAfter, "")
+	h.killAfter = defaultKillAfter
+	h.killFlag.d = &h.killAfter
+	fs.Var(&h.killFlag, "kill-after", "")
 }
 
 func (h *holdFlags) check() error {
@@ -122,11 +134,23 @@ func (h *holdFlags) check() error {
 // stop ends the signal watch and reports the signal that cancelled, if
 // any; the signals that arrive later are left in sigs.
 func (h *holdFlags) waitContext(sigs <-chan os.Signal) (ctx context.Context, stop func() os.Signal) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	var cancelTimer context.CancelFunc = func() {}
+	ctx, cancelTimer := context.Background(), context.CancelFunc(func() {})
 	if h.timeoutFlag.set {
 		ctx, cancelTimer = context.WithTimeout(ctx, h.timeout)
 	}
+	ctx, stopSignals := signalContext(ctx, sigs)
+	return ctx, func() os.Signal {
+		s := stopSignals()
+		cancelTimer()
+		return s
+	}
+}
+
+// signalContext returns a context cancelled (with a cause naming it) by
+// the first signal on sigs. stop ends the watch and reports the signal
+// that cancelled, if any; the signals that arrive later are left in sigs.
+func signalContext(parent context.Context, sigs <-chan os.Signal) (ctx context.Context, stop func() os.Signal) {
+	ctx, cancel := context.WithCancelCause(parent)
 	quit := make(chan struct{})
 	got := make(chan os.Signal, 1)
 	go func() {
@@ -141,7 +165,6 @@ func (h *holdFlags) waitContext(sigs <-chan os.Signal) (ctx context.Context, sto
 	return ctx, func() os.Signal {
 		close(quit)
 		s := <-got
-		cancelTimer()
 		cancel(nil)
 		return s
 	}
@@ -267,7 +290,16 @@ func hold(p *proc, cfg connConfig, f *holdFlags, path string, argv []string,
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	c, err := connect(cfg)
+	// A signal ends the connecting too: a server that never answers
+	// must not hold zklock for the whole session timeout.
+	connCtx, stopConn := signalContext(context.Background(), sigs)
+	c, err := connect(connCtx, cfg)
+	if sig := stopConn(); sig != nil {
+		if c != nil {
+			c.Close()
+		}
+		return &exitError{code: signalStatus(sig)}
+	}
 	if err != nil {
 		return err
 	}
@@ -286,7 +318,7 @@ func hold(p *proc, cfg connConfig, f *holdFlags, path string, argv []string,
 		releaseHeld(p, h, path)
 		return &exitError{code: signalStatus(sig)}
 	}
-	status, lost := supervise(p, h, path, argv, sigs, f.killAfter)
+	status, lost := supervise(p, h, path, argv, sigs, f.killAfter, c.SessionTimeout())
 	if lost {
 		return &exitError{code: exitLost}
 	}
@@ -337,17 +369,22 @@ func zkError(err error) error {
 	return failf(exitFailure, "%v", err)
 }
 
-// connect opens the session, giving up after the session timeout; the
-// error then says why each server could not be reached.
-func connect(cfg connConfig) (*recipe.Client, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.sessionTimeout)
+// connect opens the session, giving up after the session timeout (or
+// when parent ends); the error then says why each server could not be
+// reached.
+func connect(parent context.Context, cfg connConfig) (*recipe.Client, error) {
+	ctx, cancel := context.WithTimeout(parent, cfg.sessionTimeout)
 	defer cancel()
 	var dl dialLog
 	opts := []recipe.Option{recipe.WithSessionTimeout(cfg.sessionTimeout), recipe.WithDialer(dl.dial)}
-	if cfg.auth {
-		opts = append(opts, recipe.WithDigestAuth(cfg.user, cfg.password))
-	}
+	opts = append(opts, cfg.securityOptions()...)
 	c, err := recipe.Connect(ctx, cfg.servers, opts...)
+	if parent.Err() != nil {
+		if c != nil {
+			c.Close()
+		}
+		return nil, parent.Err()
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			msg := fmt.Sprintf("cannot reach ZooKeeper at %s within %v", strings.Join(cfg.servers, ","), cfg.sessionTimeout)
@@ -359,6 +396,30 @@ func connect(cfg connConfig) (*recipe.Client, error) {
 		return nil, zkError(err)
 	}
 	return c, nil
+}
+
+// securityOptions are the client's options of credentials, ACL and TLS:
+// with credentials, and the ACL mode read or private, the nodes zklock
+// creates are its user's, and the library's check of the lock directory's
+// ACL runs (see recipe.WithACL); the mode open creates them open and skips
+// the check.
+func (cfg connConfig) securityOptions() []recipe.Option {
+	var opts []recipe.Option
+	if cfg.auth {
+		opts = append(opts, recipe.WithDigestAuth(cfg.user, cfg.password))
+	}
+	switch cfg.acl {
+	case aclRead:
+		opts = append(opts, recipe.WithACL(slices.Concat(zk.AuthACL(zk.PermAll), zk.WorldACL(zk.PermRead))...))
+	case aclPrivate:
+		opts = append(opts, recipe.WithACL(zk.AuthACL(zk.PermAll)...))
+	default:
+		opts = append(opts, recipe.WithAnyDirectoryACL())
+	}
+	if cfg.tls != nil {
+		opts = append(opts, recipe.WithTLS(cfg.tls))
+	}
+	return opts
 }
 
 // dialLog dials the servers and remembers how the last dial of each one

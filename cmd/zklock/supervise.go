@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,13 +15,16 @@ import (
 )
 
 // supervise runs argv in its own process group with the ZKLOCK_ variables
-// of h, forwards the signals arriving on sigs to the group, and on loss of
-// h sends the group SIGTERM, then SIGKILL after killAfter. It returns CMD's
-// exit status and whether h was lost while CMD ran.
-func supervise(p *proc, h recipe.Held, path string, argv []string, sigs <-chan os.Signal, killAfter time.Duration) (status int, lost bool) {
+// of h (and without ZKLOCK_AUTH), forwards the signals arriving on sigs to
+// the group, and on loss of h sends the group SIGTERM, then SIGKILL after
+// killAfter. A watchdog in the group (see watchdog.go) stops CMD if zklock
+// itself stops answering, stopped or hung, before the session, of
+// sessionTimeout, could expire. It returns CMD's exit status and whether h
+// was lost while CMD ran.
+func supervise(p *proc, h recipe.Held, path string, argv []string, sigs <-chan os.Signal, killAfter, sessionTimeout time.Duration) (status int, lost bool) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(childEnv(os.Environ()),
 		"ZKLOCK_TOKEN="+strconv.FormatInt(h.Token(), 10),
 		"ZKLOCK_PATH="+path,
 		"ZKLOCK_NODE="+h.Node())
@@ -35,12 +39,20 @@ func supervise(p *proc, h recipe.Held, path string, argv []string, sigs <-chan o
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	group := -cmd.Process.Pid
+	wd := startWatchdog(p, cmd.Process.Pid, newWatchdogTimes(sessionTimeout, killAfter))
+	defer wd.stop()
+	beat := time.NewTicker(wd.times.beat)
+	defer beat.Stop()
 	done := h.Done()
 	var kill <-chan time.Time
 	for {
 		select {
 		case err := <-exited:
 			return exitStatus(err), lost
+		case <-beat.C:
+			// From this loop, not a goroutine of its own: a zklock
+			// that no longer supervises must not look alive.
+			wd.beat()
 		case s := <-sigs:
 			_ = syscall.Kill(group, s.(syscall.Signal))
 		case <-done:
@@ -62,6 +74,19 @@ func supervise(p *proc, h recipe.Held, path string, argv []string, sigs <-chan o
 			_ = syscall.Kill(group, syscall.SIGKILL)
 		}
 	}
+}
+
+// childEnv is zklock's environment without ZKLOCK_AUTH: CMD does not get
+// the credentials. A CMD that needs them gets them under another name
+// (docs/cli.md).
+func childEnv(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "ZKLOCK_AUTH=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // exitStatus is the shell's view of how CMD ended: its exit code, or 128

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,21 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-n", "-w", "1s", "/a", "true"}, nil, "exclude each other"},
 		{[]string{"run", "-w", "0", "/a", "true"}, nil, "must be positive"},
 		{[]string{"run", "-w", "soon", "/a", "true"}, nil, "want a duration"},
+		{[]string{"run", "-w", "1e300", "/a", "true"}, nil, `"1e300" for flag -w: out of range`},
+		{[]string{"run", "-w", "inf", "/a", "true"}, nil, `"inf" for flag -w: out of range`},
+		{[]string{"run", "-w", "NaN", "/a", "true"}, nil, `"NaN" for flag -w: out of range`},
+		{[]string{"run", "-w", "1e10", "/a", "true"}, nil, `"1e10" for flag -w: out of range`},
+		{[]string{"run", "-w", "-inf", "/a", "true"}, nil, `"-inf" for flag -w: out of range`},
+		{[]string{"run", "-w", "3000000h", "/a", "true"}, nil, `"3000000h" for flag -w: out of range`},
+		{[]string{"run", "--kill-after", "1e300", "/a", "true"}, nil, "out of range"},
+		{[]string{"run", "--session-timeout", "inf", "/a", "true"}, nil, "out of range"},
+		{[]string{"ls", "--session-timeout", "1e10", "/a"}, nil, "out of range"},
+		{[]string{"run", "--acl", "everyone", "/a", "true"}, nil, "--acl everyone: want read, private or open"},
+		{[]string{"run", "--acl", "read", "/a", "true"}, nil, "--acl read needs credentials"},
+		{[]string{"run", "/a", "true"}, map[string]string{"ZKLOCK_SERVERS": "127.0.0.1:1", "ZKLOCK_ACL": "private"}, "ZKLOCK_ACL private needs credentials"},
+		{[]string{"run", "--tls-ca", "/nonexistent/ca.pem", "/a", "true"}, nil, "TLS CA"},
+		{[]string{"run", "--tls-ca", "usage_test.go", "/a", "true"}, nil, "no PEM certificate"},
+		{[]string{"run", "--tls-key", "k.pem", "/a", "true"}, nil, "needs both --tls-cert and --tls-key"},
 		{[]string{"run", "-E", "300", "/a", "true"}, nil, "0 to 255"},
 		{[]string{"run", "-z", "/a", "true"}, nil, "unknown flag -z"},
 		{[]string{"run", "--session-timeout", "-1s", "/a", "true"}, nil, "must be positive"},
@@ -160,5 +176,33 @@ func TestParseLeases(t *testing.T) {
 		if got := parseLeases([]byte(data)); got != want {
 			t.Errorf("parseLeases(%q) = %d, want %d", data, got, want)
 		}
+	}
+}
+
+// TestVersion: what --version says for a module build, a checkout with and
+// without uncommitted changes, and a build without VCS information.
+func TestVersion(t *testing.T) {
+	const rev = "0123456789abcdef0123456789abcdef01234567"
+	vcs := func(modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs.revision", Value: rev}, {Key: "vcs.time", Value: "2026-12-05T10:00:00Z"}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, c := range []struct {
+		version  string
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{"v1.2.3", nil, "v1.2.3 go1.26"},
+		{"(devel)", vcs("false"), "(devel) commit " + rev + " (2026-12-05T10:00:00Z) go1.26"},
+		{"(devel)", vcs("true"), "(devel) commit " + rev + " (2026-12-05T10:00:00Z) +dirty go1.26"},
+		{"v0.0.0-20261205100000-0123456789ab+dirty", vcs("true"), "v0.0.0-20261205100000-0123456789ab+dirty commit " + rev + " (2026-12-05T10:00:00Z) +dirty go1.26"},
+		{"", nil, "(devel) go1.26"},
+	} {
+		bi := &debug.BuildInfo{GoVersion: "go1.26", Main: debug.Module{Version: c.version}, Settings: c.settings}
+		if got := describeBuild(bi); got != c.want {
+			t.Errorf("describeBuild(%q) = %q, want %q", c.version, got, c.want)
+		}
+	}
+	if v := version(); strings.Contains(v, "v0.1.0") {
+		t.Errorf("version() = %q", v)
 	}
 }
