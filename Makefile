@@ -53,7 +53,7 @@ interop-install: ## install ZooKeeper, Debian's Curator jars, a JDK and python3-
 
 curator-install: interop-install ## the same as interop-install (its former name)
 
-zk-up: zk-install ## start a local ZooKeeper server on 127.0.0.1:ZK_PORT (data in .zk/)
+zk-up: zk-install ## start a local ZooKeeper server on 127.0.0.1:ZK_PORT (data under ~/.cache/zkrecipes, see scripts/zk.sh)
 	$(ZK) start --port $(ZK_PORT)
 
 zk-down: ## stop the server started by zk-up

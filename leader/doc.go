@@ -2,7 +2,10 @@
 // on one path, one at a time leads, and when it stops, fails or is cut off,
 // the next in line takes over. It uses the node layout of Curator's
 // LeaderLatch: protected ephemeral sequential "latch-" nodes, ordered by
-// sequence, with the participant's id as data.
+// sequence, with the participant's id as data. [WithMutexNodes] uses the
+// mutex's "lock-" nodes instead, the layout of a singleton held with a lock
+// (go-zookeeper's zk.Lock, Curator's LeaderSelector), so that such a
+// singleton moves to Run one process at a time.
 //
 // Most services use [Election.Run], which campaigns, runs the leader's work
 // with a context that is cancelled the moment leadership is lost, and
@@ -40,8 +43,13 @@
 //     why (and in Run the term's context is cancelled) when the session
 //     expires, the node is deleted by someone else, the client is closed,
 //     or the connection has been silent long enough (by default half the
-//     session timeout) that the server might expire the session, which is
-//     before the server could let the next participant lead.
+//     session timeout) that the server might expire the session. Under
+//     network silence that is before the server could let the next
+//     participant lead. When the server ends the session itself, or
+//     someone else deletes the node, the next participant may lead first
+//     and the old leader is told one notification later (milliseconds on
+//     a LAN): in that gap [Election.Commit] refuses its writes and its
+//     token is lower than the next leader's. See docs/leader.md.
 //   - Failover: when a leader resigns or its client closes, the next
 //     participant leads within one watch notification and one round trip.
 //     When a leader's process dies or is cut off without closing, the next

@@ -51,11 +51,39 @@ var (
 type Option func(*options)
 
 type options struct {
-	data    []byte
-	log     *slog.Logger
-	logSet  bool
-	maxHold time.Duration
+	data       []byte
+	log        *slog.Logger
+	logSet     bool
+	maxHold    time.Duration
+	mutexNodes bool
 }
+
+// WithMutexNodes makes the election queue with the mutex's nodes
+// ("_c_<uuid>-lock-<sequence>", [MutexLockName]) instead of LeaderLatch's
+// "latch-" nodes: the layout of a singleton built on a lock, such as
+// go-zookeeper's zk.Lock held for the life of a process, Curator's
+// LeaderSelector (which takes an InterProcessMutex) or a mutex.Mutex,
+// which then exclude the election's participants on the same path. It is
+// how such a singleton is replaced in place by Run, one process at a
+// time (docs/migrating.md). The election keeps its rules: the first node
+// in line leads, and nodes of other kinds on the path fail a campaign
+// with recipe.ErrMismatch. Every participant of one election must use
+// the same layout. Default: "latch-" nodes.
+func WithMutexNodes() Option {
+	return func(o *options) { o.mutexNodes = true }
+}
+
+// MutexLockName is the name part of the election's nodes made
+// [WithMutexNodes]: the mutex's, go-zookeeper's zk.Lock's and Curator's
+// InterProcessMutex's lock name.
+const MutexLockName = "lock-"
+
+// mutexQueue holds the lock names of the mutex's queue (ours and
+// kazoo's), which an election made WithMutexNodes queues with.
+var mutexQueue = func() []string {
+	k, _ := driver.KindNamed(MutexLockName)
+	return k.Queue()
+}()
 
 // WithMaxHold bounds how long leadership (one term) may be held: a hold still in force
 // after d is ended by the library, which deletes its node (the next in line
@@ -134,9 +162,14 @@ func New(c *recipe.Client, path string, opts ...Option) (*Election, error) {
 	if o.log == nil {
 		return nil, fmt.Errorf("leader: %w: nil logger", recipe.ErrInvalidArgument)
 	}
+	name, queue := LockName, []string(nil)
+	if o.mutexNodes {
+		name, queue = MutexLockName, mutexQueue
+	}
 	lk, err := recipe.NewLock(c, path, recipe.LockSpec{
 		Recipe:      "leader",
-		LockName:    LockName,
+		LockName:    name,
+		Queue:       queue,
 		NotAcquired: ErrNotElected,
 		Driver:      driver.Mutex(),
 		MaxHold:     o.maxHold,

@@ -77,11 +77,17 @@
 // A Set is reentrant as a mutex handle is: Lock on a set that holds only
 // counts, without I/O. The members' own rules apply when a member's handle
 // is already held by the caller, outside this set or through another set:
-// a mutex handle and a read/write lock handle in the same mode only count
-// (no wait, no I/O; the set's Unlock undoes only its own count and the
-// handle stays held); the read lock of a handle that holds the write lock
-// is granted at once (downgrade); the write lock of a handle that holds
-// only the read lock fails with rwlock.ErrUpgrade, so the set fails; a
+// a mutex handle held by the caller only counts (no wait, no I/O; the
+// set's Unlock undoes only its own count and the handle stays held) when
+// the ctx given to Lock carries its hold (see mutex.Mutex.Enter), and
+// otherwise waits for that hold to be released, as a second Lock on the
+// handle does. A read/write lock handle follows the same rule (see
+// rwlock.RWLock.Enter and REnter): its read lock is shared, its write
+// lock counts when ctx carries the write hold, the read lock is granted
+// at once (downgrade) when ctx carries the write hold, and the write lock
+// fails with rwlock.ErrUpgrade when ctx carries only the read hold, so the
+// set fails. Within the set, each member is taken with the holds of the
+// members taken before it, so both sides of one handle are granted. A
 // semaphore is never reentrant, so a Lease member takes one more lease.
 // Do not unlock a member's handle directly while the set holds it: the set
 // then reports that member as not in force.

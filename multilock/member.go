@@ -84,11 +84,28 @@ type held struct {
 	token int64
 }
 
-// take acquires the member a, waiting (wait) or looking once.
-func take(ctx context.Context, a recipe.Acquirer, wait bool) (held, error) {
+// enterer is a member whose acquire can return a context carrying its
+// hold (a mutex, a read/write lock's side, a reentrant.Handle).
+type enterer interface {
+	Enter(ctx context.Context, wait bool) (context.Context, error)
+}
+
+// take acquires the member a, waiting (wait) or looking once, and returns
+// ctx carrying a's hold when a can say so, for the members taken after it
+// (the read lock of a handle whose write lock the set took just before is
+// its downgrade).
+func take(ctx context.Context, a recipe.Acquirer, wait bool) (held, context.Context, error) {
+	if e, ok := a.(enterer); ok {
+		hctx, err := e.Enter(ctx, wait)
+		if err != nil {
+			return held{}, ctx, err
+		}
+		h := a.(recipe.Held)
+		return held{h, h.Done(), h.Token()}, hctx, nil
+	}
 	h, err := a.Take(ctx, wait)
 	if err != nil {
-		return held{}, err
+		return held{}, ctx, err
 	}
-	return held{h, h.Done(), h.Token()}, nil
+	return held{h, h.Done(), h.Token()}, ctx, nil
 }

@@ -190,8 +190,9 @@ func (s *Set) lock(ctx context.Context, wait bool) error {
 	s.mu.Unlock()
 
 	parts := make([]held, len(s.members))
+	mctx := ctx // carries the holds of the members taken so far
 	for n, i := range s.order {
-		p, err := take(ctx, s.members[i], wait)
+		p, next, err := take(mctx, s.members[i], wait)
 		if err != nil {
 			label := ErrNotAcquired
 			if errors.Is(err, recipe.ErrWouldBlock) {
@@ -200,7 +201,7 @@ func (s *Set) lock(ctx context.Context, wait bool) error {
 			err = fmt.Errorf("%w: %w", label, &MemberError{i, s.members[i], err})
 			return withReleases(err, s.release(ctx, parts, s.order[:n]))
 		}
-		parts[i] = p
+		parts[i], mctx = p, next
 	}
 	h := &holding{parts: parts, done: make(chan struct{}), stop: make(chan struct{})}
 	if err := s.lost(h); err != nil {

@@ -256,11 +256,12 @@ func TestReentrancy(t *testing.T) {
 	})
 
 	t.Run("member held outside", func(t *testing.T) {
-		if err := m.Lock(ctx); err != nil {
+		hctx, err := m.Enter(ctx) // the set's Lock re-enters the mutex through hctx
+		if err != nil {
 			t.Fatal(err)
 		}
 		node := m.Node()
-		if err := set.Lock(ctx); err != nil {
+		if err := set.Lock(hctx); err != nil {
 			t.Fatal(err)
 		}
 		if set.Tokens()[0] != m.Token() {
@@ -284,10 +285,11 @@ func TestReentrancy(t *testing.T) {
 	t.Run("upgrade refused", func(t *testing.T) {
 		rw := newRW(t, c, base+"/c")
 		up := newSet(t, m, rw.Writer())
-		if err := rw.RLock(ctx); err != nil {
+		rctx, err := rw.REnter(ctx) // the set's Lock asks for the write lock with the read hold
+		if err != nil {
 			t.Fatal(err)
 		}
-		err := up.Lock(ctx)
+		err = up.Lock(rctx)
 		if !errors.Is(err, rwlock.ErrUpgrade) || !errors.Is(err, multilock.ErrNotAcquired) {
 			t.Fatalf("Lock = %v, want ErrUpgrade and ErrNotAcquired", err)
 		}

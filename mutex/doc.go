@@ -22,7 +22,12 @@
 //   - Loss is signalled: Done is closed and Err says why when the session
 //     expires, the node is deleted by someone else, the client is closed, or
 //     the connection has been silent long enough that the server might
-//     expire the session — before another client could be granted the lock.
+//     expire the session. Under network silence that is before another
+//     client could be granted the lock; when the server ends the session
+//     itself, or someone else deletes the node, the next holder may be
+//     granted first and the holder is told one notification later, while
+//     Commit refuses its writes and its token is the lower one
+//     (docs/failure-model.md, "Who is told first").
 //   - Fencing: Token returns the node's czxid, strictly increasing from one
 //     holder to the next across the ensemble.
 //   - Recovery from partial failure: a create whose reply was lost is found
@@ -67,8 +72,17 @@
 //
 // # Reentrancy and goroutines
 //
-// Reentrancy is per handle, not per goroutine (Go has no goroutine
-// identity): Lock on a handle that already holds only increments a count,
-// without I/O. A handle is safe for concurrent use, but goroutines that
-// must exclude each other need separate handles.
+// Go has no goroutine identity, so a handle excludes like a [sync.Mutex]
+// and re-enters only when asked to: Lock on a handle that holds (from any
+// goroutine) waits for the handle's hold to be released, then queues.
+// Goroutines may share a handle, such as a map of one mutex per tenant,
+// and still exclude each other. A call chain that must lock again while
+// holding passes down the context [Mutex.Enter] returns:
+//
+//	ctx, err := m.Enter(ctx) // carries the hold
+//	if err != nil { ... }
+//	defer m.Unlock(context.Background())
+//	step(ctx)                // m.Lock(ctx) in here only counts, without I/O
+//
+// The reasons and trade-offs are in docs/mutex.md.
 package mutex

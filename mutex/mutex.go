@@ -29,7 +29,8 @@ var (
 	// ErrNotAcquired is wrapped by every error of a failed Lock, together
 	// with the cause (for a timeout, context.DeadlineExceeded).
 	ErrNotAcquired = recipe.Sentinel("mutex: not acquired", recipe.ErrNotAcquired)
-	// ErrLocked is returned by TryLock when another session holds the lock.
+	// ErrLocked is returned by TryLock when another session holds the
+	// lock, or this handle holds it or is acquiring it for another caller.
 	ErrLocked = recipe.Sentinel("mutex: locked elsewhere", recipe.ErrWouldBlock)
 	// ErrNotHeld is returned by Unlock on a handle that holds nothing, with
 	// no I/O, and by Err when nothing is held.
@@ -89,16 +90,22 @@ func Revoke(ctx context.Context, c *recipe.Client, path, node string) error {
 
 // Mutex is a handle on a distributed, reentrant, fair mutex at one path.
 //
-// Reentrancy is per handle: Lock on a handle that holds the lock only counts,
-// and the lock is released when Unlock has been called as many times. A
-// handle is safe for concurrent use, but goroutines that must exclude each
-// other need handles of their own.
+// A handle excludes like a [sync.Mutex]: Lock on a handle that holds the
+// lock, or is acquiring it for another caller, waits until that hold is
+// released on the handle, then queues like any other contender. Two
+// goroutines sharing a handle never both hold. Reentrancy is explicit:
+// [Mutex.Enter] locks and returns a context that carries the hold, and
+// Lock, TryLock and Enter called with that context (or one derived from
+// it) only count, without I/O. The lock is released when Unlock has been
+// called as many times. A handle is safe for concurrent use.
 //
 // Done, Err, Token, Node, Revoked, Suspended and Resumed report on the lock
 // the handle holds (Err returns [ErrNotHeld] and Token 0 when it holds
-// nothing); Commit writes to ZooKeeper only while it holds. Take and
-// Release are Lock (or TryLock) and Unlock for code that takes any
-// [recipe.Acquirer] or [recipe.Held], such as package multilock.
+// nothing), and Commit writes only while it holds, whichever goroutine
+// calls them; Unlock, like [sync.Mutex.Unlock], may be called from any
+// goroutine. Take and Release are Lock (or TryLock) and Unlock for code
+// that takes any [recipe.Acquirer] or [recipe.Held], such as package
+// multilock.
 type Mutex struct {
 	h  *reentrant.Handle
 	lk *recipe.Lock
@@ -134,19 +141,40 @@ func New(c *recipe.Client, path string, opts ...Option) (*Mutex, error) {
 
 // Lock acquires the mutex, waiting in line (first come, first served) until
 // it is free or ctx ends. A deadline on ctx is the timeout. If the handle
-// already holds the lock, Lock only increments its hold count, without I/O.
+// holds the lock, or another call on it is acquiring it, Lock first waits
+// for that hold to be released on the handle, as [sync.Mutex.Lock] does
+// (so one goroutine locking twice with a plain context waits until its
+// ctx ends). If ctx carries the handle's current hold (see
+// [Mutex.Enter]), Lock only increments the hold count, without I/O.
 //
-// On failure nothing is held, the handle's node has been deleted (or its
-// deletion goes on in the background while the connection is down), and the
-// error wraps [ErrNotAcquired] and the cause, such as ctx.Err(). Lock on a
-// handle whose lock was lost fails with an error wrapping [ErrLost]; call
-// Unlock first.
-func (m *Mutex) Lock(ctx context.Context) error { _, err := m.h.Take(ctx, true); return err }
+// On failure nothing more is held, the node Lock queued has been deleted
+// (or its deletion goes on in the background while the connection is
+// down), and the error wraps [ErrNotAcquired] and the cause, such as
+// ctx.Err(). A re-entry into a hold that was lost fails with an error
+// wrapping [ErrLost]; call Unlock first.
+func (m *Mutex) Lock(ctx context.Context) error { _, err := m.h.Enter(ctx, true); return err }
+
+// Enter is [Mutex.Lock] that also returns a child of ctx carrying the
+// hold: Lock, TryLock and Enter called with it, or with a context derived
+// from it, re-enter the hold (they only count, without I/O), and each
+// needs its Unlock. Pass it down a call chain that may lock again. A
+// goroutine handed it shares the hold, as one handed the lock would. When
+// ctx already carries the current hold, Enter counts and returns ctx.
+func (m *Mutex) Enter(ctx context.Context) (context.Context, error) { return m.h.Enter(ctx, true) }
 
 // TryLock acquires the mutex if it is free, looking once without waiting.
 // It returns an error wrapping [ErrLocked] when another session holds it
-// (the node it queued with is deleted again). Reentrant like [Mutex.Lock].
-func (m *Mutex) TryLock(ctx context.Context) error { _, err := m.h.Take(ctx, false); return err }
+// (the node it queued with is deleted again), and at once, without I/O,
+// when this handle holds it or is acquiring it for another caller (unless
+// ctx carries the handle's current hold: then it re-enters, as
+// [Mutex.Lock] does).
+func (m *Mutex) TryLock(ctx context.Context) error { _, err := m.h.Enter(ctx, false); return err }
+
+// TryEnter is [Mutex.TryLock] that returns a context carrying the hold,
+// as [Mutex.Enter] does.
+func (m *Mutex) TryEnter(ctx context.Context) (context.Context, error) {
+	return m.h.Enter(ctx, false)
+}
 
 // Unlock undoes one Lock. When the hold count reaches zero it deletes the
 // node (retrying connection loss until ctx ends) and the handle holds

@@ -101,13 +101,14 @@ func TestReentrancy(t *testing.T) {
 	m1, m2 := newMutex(t, c1, path), newMutex(t, c2, path)
 	ctx := locktest.Ctx(t, 20*time.Second)
 
-	if err := m1.Lock(ctx); err != nil {
+	hctx, err := m1.Enter(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	m1.Done() // asked once, the hold arms its own watch now (a read), not inside the call counted below
 	locktest.Settle(t, c1)
 	before := c1.Stats()
-	if err := m1.Lock(ctx); err != nil {
+	if err := m1.Lock(hctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := c1.Stats().Sub(before).RoundTrips(); got != 0 {

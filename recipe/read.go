@@ -13,9 +13,10 @@ import (
 // lock protects before it writes it with [Hold.Commit], and the nodes it
 // commits need a parent. The four calls below do that with the client's
 // context handling, retry policy, ACL and errors, so that a lock user
-// needs no go-zookeeper connection. They are not a general ZooKeeper
-// client: no watches, no ephemeral nodes, no writes outside a guard (see
-// [Client.Conn] for those).
+// needs no go-zookeeper connection. With the plain writes ([Client.Create],
+// [Client.Set], [Client.Delete]) they carry a service's other traffic on
+// the same session. They are not a general ZooKeeper client: no watches,
+// no ephemeral or sequential nodes (see [Client.Conn] for those).
 //
 // Reads are served by the server the session is connected to, which may
 // be a moment behind the ensemble's leader. A data version read so is safe

@@ -9,19 +9,39 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
 
-// Handle is the reentrant handle of a recipe built on a [recipe.Lock], as the
-// mutex is: Take on a handle that holds only counts, and the lock is
-// released when Release has been called as many times. Calls on one handle
-// run one at a time. Its errors carry the recipe's sentinels from
-// [recipe.LockSpec]. A Handle is a [recipe.Held] and an [recipe.Acquirer], and is safe for
-// concurrent use; goroutines that must exclude each other need handles of
-// their own. Done, Err, Token, Node, Commit, Revoked, Suspended and Resumed
-// are its [View]'s, on the current hold.
+// Handle is the handle of a recipe built on a [recipe.Lock], as the mutex
+// is. It excludes like a [sync.Mutex] and re-enters only on request:
+//
+//   - Take on a handle that holds, or that another call is acquiring
+//     through, waits until that hold is released on this handle and then
+//     queues like any other contender: two goroutines sharing a handle
+//     never both hold. With wait false it fails at once, wrapping
+//     [recipe.LockSpec].WouldBlock, without I/O.
+//   - [Handle.Enter] returns, with the hold, a context that carries it.
+//     Take and Enter called with that context, or one derived from it,
+//     re-enter: they only count, without I/O. The lock is released when
+//     Release has been called as many times as Take and Enter succeeded.
+//
+// The context is the permission to re-enter: a call chain that passes it
+// down re-enters, and a goroutine handed it shares the hold, as it would
+// if handed the lock itself. A context carrying an earlier hold of the
+// handle re-enters nothing.
+//
+// Release, Commit, Token and the rest report on or act on the handle's
+// current hold, whichever goroutine calls them (as [sync.Mutex.Unlock]
+// may be called from any goroutine). Its errors carry the recipe's
+// sentinels from [recipe.LockSpec]. A Handle is a [recipe.Held] and a
+// [recipe.Acquirer], and is safe for concurrent use. Done, Err, Token,
+// Node, Commit, Revoked, Suspended and Resumed are its [View]'s, on the
+// current hold.
 type Handle struct {
 	view View // of the current hold
 	lk   *recipe.Lock
 	spec sentinels // lk's, for its errors
-	turn Turn      // serialises Take and Release
+	// slot is full from the start of an acquire that is not a re-entry
+	// until the hold it made is released (or the acquire failed): the
+	// handle's local exclusion, a one-token semaphore.
+	slot chan struct{}
 
 	mu    sync.Mutex
 	hold  *recipe.Hold
@@ -38,8 +58,8 @@ type sentinels struct {
 // New returns a handle on lk that holds nothing.
 func New(lk *recipe.Lock) *Handle {
 	spec := lk.Spec()
-	h := &Handle{lk: lk, spec: sentinels{Recipe: spec.Recipe, NotAcquired: spec.NotAcquired,
-		WouldBlock: spec.WouldBlock, NotHeld: spec.NotHeld}}
+	h := &Handle{lk: lk, slot: make(chan struct{}, 1), spec: sentinels{Recipe: spec.Recipe,
+		NotAcquired: spec.NotAcquired, WouldBlock: spec.WouldBlock, NotHeld: spec.NotHeld}}
 	h.view = NewView(h.current, h.spec.NotHeld, h.spec.Recipe+" "+lk.Path())
 	return h
 }
@@ -47,56 +67,101 @@ func New(lk *recipe.Lock) *Handle {
 // Path returns the lock's path.
 func (h *Handle) Path() string { return h.lk.Path() }
 
-// Take acquires the lock, waiting in line until it is free or ctx ends
-// (wait), or looking once. On a handle that holds it only increments the
-// hold count, without I/O, and returns the handle.
+// Take acquires the lock as [Handle.Enter] does and returns the handle.
+func (h *Handle) Take(ctx context.Context, wait bool) (recipe.Held, error) {
+	if _, err := h.Enter(ctx, wait); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Enter acquires the lock and returns a child of ctx that carries the
+// hold. When ctx carries the handle's current hold (it comes from an
+// earlier Enter of this hold) Enter only counts, without I/O, and returns
+// ctx. Otherwise it first waits, until ctx ends, for the handle's own
+// hold or acquire in progress to be released (with wait false it returns
+// an error wrapping [recipe.LockSpec].WouldBlock instead), then waits in
+// line until the lock is free or ctx ends (wait), or looks once.
 //
 // With wait false and the lock held elsewhere, the error wraps
-// [recipe.LockSpec].WouldBlock (the node queued is deleted again). On failure
-// nothing more is held and the error wraps [recipe.LockSpec].NotAcquired and the
-// cause, such as ctx.Err(); on a handle whose hold was lost, the loss: call
+// [recipe.LockSpec].WouldBlock (the node queued is deleted again). On
+// failure nothing more is held and the error wraps
+// [recipe.LockSpec].NotAcquired and the cause, such as ctx.Err(); a
+// re-entry into a hold that was lost meanwhile fails with the loss: call
 // Release first.
-func (h *Handle) Take(ctx context.Context, wait bool) (recipe.Held, error) {
+func (h *Handle) Enter(ctx context.Context, wait bool) (context.Context, error) {
 	spec := &h.spec
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %w: nil context", spec.NotAcquired, recipe.ErrInvalidArgument)
 	}
-	if err := h.turn.Take(ctx); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", spec.NotAcquired, h.Path(), err)
+	if again, err := h.reenter(ctx); again || err != nil {
+		return ctx, err
 	}
-	defer h.turn.Give()
-	h.mu.Lock()
-	if cur := h.hold; cur != nil {
-		defer h.mu.Unlock()
-		if err := cur.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", spec.NotAcquired, h.Path(), err)
-		}
-		h.count++
-		return h, nil
+	if err := h.takeSlot(ctx, wait); err != nil {
+		return nil, err
 	}
-	h.mu.Unlock()
 	acquire := h.lk.Acquire
 	if !wait {
 		acquire = h.lk.TryAcquire
 	}
 	hd, err := acquire(ctx)
-	if errors.Is(err, recipe.ErrWouldBlock) {
-		return nil, fmt.Errorf("%w: %s", spec.WouldBlock, h.Path())
-	}
 	if err != nil {
+		<-h.slot
+		if errors.Is(err, recipe.ErrWouldBlock) {
+			return nil, fmt.Errorf("%w: %s", spec.WouldBlock, h.Path())
+		}
 		return nil, err
 	}
 	h.mu.Lock()
 	h.hold, h.count = hd, 1
 	h.mu.Unlock()
-	return h, nil
+	return WithHold(ctx, h, hd), nil
 }
 
-// Release undoes one Take. When the hold count reaches zero it deletes the
-// node (retrying connection loss until ctx ends) and the handle holds
-// nothing, whatever the outcome. On a handle that holds nothing it returns
-// [recipe.LockSpec].NotHeld without I/O. A nil ctx is refused with an error
-// wrapping [recipe.ErrInvalidArgument] and changes nothing.
+// reenter counts one more hold when ctx carries the handle's current hold
+// (again), and fails when that hold was lost.
+func (h *Handle) reenter(ctx context.Context) (again bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cur := h.hold
+	if cur == nil || Carried(ctx, h) != cur {
+		return false, nil
+	}
+	if err := cur.Err(); err != nil {
+		return false, fmt.Errorf("%w: %s: %w", h.spec.NotAcquired, h.Path(), err)
+	}
+	h.count++
+	return true, nil
+}
+
+// takeSlot takes the handle's local exclusion: at once if it is free
+// (even when ctx has ended, so the acquire reports the context), else by
+// waiting until ctx ends (wait) or not at all.
+func (h *Handle) takeSlot(ctx context.Context, wait bool) error {
+	select {
+	case h.slot <- struct{}{}:
+		return nil
+	default:
+	}
+	if !wait {
+		return fmt.Errorf("%w: %s: held or being acquired through this handle", h.spec.WouldBlock, h.Path())
+	}
+	select {
+	case h.slot <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %s: waiting for this handle's hold to be released: %w",
+			h.spec.NotAcquired, h.Path(), ctx.Err())
+	}
+}
+
+// Release undoes one Take or Enter. When the hold count reaches zero it
+// deletes the node (retrying connection loss until ctx ends) and the
+// handle holds nothing, whatever the outcome; a Take waiting on the
+// handle proceeds. On a handle that holds nothing (including one whose
+// first acquire is still in progress) it returns
+// [recipe.LockSpec].NotHeld without I/O. A nil ctx is refused with an
+// error wrapping [recipe.ErrInvalidArgument] and changes nothing.
 //
 // If the hold was lost meanwhile, Release deletes nobody's node and returns
 // an error wrapping [recipe.ErrLost] and the reason. If ctx ends before the node
@@ -107,10 +172,6 @@ func (h *Handle) Release(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%s: release: %w: nil context", spec.Recipe, recipe.ErrInvalidArgument)
 	}
-	if err := h.turn.Take(ctx); err != nil {
-		return fmt.Errorf("%s: release %s: %w", spec.Recipe, h.Path(), err)
-	}
-	defer h.turn.Give()
 	h.mu.Lock()
 	cur := h.hold
 	if cur == nil {
@@ -124,6 +185,7 @@ func (h *Handle) Release(ctx context.Context) error {
 	}
 	h.hold = nil
 	h.mu.Unlock()
+	defer func() { <-h.slot }()
 	if err := cur.Release(ctx); err != nil {
 		return fmt.Errorf("%s: release %s: %w", spec.Recipe, h.Path(), err)
 	}

@@ -33,7 +33,8 @@ func newGate(t *testing.T, c *recipe.Client, path string) *reentrant.Handle {
 	return reentrant.New(lk)
 }
 
-// Take counts on a handle that holds, Release counts down and deletes the
+// Take with the context Enter returned counts on a handle that holds
+// (without it, Take refuses or waits), Release counts down and deletes the
 // node at zero, and every error carries the recipe's own sentinel as well
 // as the engine's.
 func TestHandleCountsAndLabels(t *testing.T) {
@@ -47,10 +48,15 @@ func TestHandleCountsAndLabels(t *testing.T) {
 	if err := a.Err(); !errors.Is(err, errNotHeld) || !errors.Is(err, recipe.ErrNotHeld) {
 		t.Fatalf("Err before any Take = %v, want the recipe's not-held sentinel", err)
 	}
-	for range 2 {
-		if h, err := a.Take(ctx, true); err != nil || h != recipe.Held(a) {
-			t.Fatalf("Take = %v, %v; want the handle itself", h, err)
-		}
+	hctx, err := a.Enter(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := a.Take(hctx, true); err != nil || h != recipe.Held(a) {
+		t.Fatalf("Take with the context Enter returned = %v, %v; want the handle itself", h, err)
+	}
+	if _, err := a.Take(ctx, false); !errors.Is(err, errBusy) {
+		t.Fatalf("Take without waiting and without the hold's context = %v, want the recipe's would-block sentinel", err)
 	}
 	node, token := a.Node(), a.Token()
 	if node == "" || token == 0 {
@@ -86,5 +92,35 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A context carries one hold per handle: several handles' holds side by
+// side, the inner one of a handle replacing the outer.
+func TestCarried(t *testing.T) {
+	type owner struct{ int }
+	a, b := &owner{1}, &owner{2}
+	ha, hb, hb2 := new(int), new(int), new(int)
+	ctx := reentrant.WithHold(context.Background(), a, ha)
+	ctx = reentrant.WithHold(ctx, b, hb)
+	inner := reentrant.WithHold(ctx, b, hb2)
+	for _, tc := range []struct {
+		name  string
+		ctx   context.Context
+		owner any
+		want  any
+	}{
+		{"nothing carried", context.Background(), a, nil},
+		{"first handle", ctx, a, ha},
+		{"second handle", ctx, b, hb},
+		{"inner replaces outer", inner, b, hb2},
+		{"other handles kept", inner, a, ha},
+		{"an equal but distinct owner", ctx, &owner{1}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := reentrant.Carried(tc.ctx, tc.owner); got != tc.want {
+				t.Fatalf("Carried = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -49,8 +49,11 @@
 //   - Loss is signalled, per mode: Done and Err of [RWLock.Writer] and of
 //     [RWLock.Reader] report when the session expires, the node is deleted by
 //     someone else, the client is closed, or the connection has been silent
-//     long enough that the server might expire the session, before another
-//     client could be granted the lock.
+//     long enough that the server might expire the session: under network
+//     silence before another client could be granted the lock, otherwise
+//     (the server ends the session, someone deletes the node) one
+//     notification after, fenced by Commit and the token
+//     (docs/failure-model.md, "Who is told first").
 //   - Fencing: the Token of each side returns the node's czxid,
 //     strictly increasing across the ensemble; every write hold granted
 //     later has a greater token.
@@ -70,16 +73,19 @@
 //
 // # Reentrancy, downgrade and upgrade
 //
-// Reentrancy is per handle and per mode, not per goroutine (Go has no
-// goroutine identity): RLock on a handle that holds the read lock, and Lock
-// on one that holds the write lock, only increment that mode's count,
-// without I/O. A handle is safe for concurrent use, but goroutines that
-// must exclude each other need separate handles.
+// Go has no goroutine identity, so a handle excludes like a
+// [sync.RWMutex] and re-enters only when asked to: goroutines sharing a
+// handle share its read lock, a Lock waits until the handle holds nothing,
+// and an RLock waits while it holds the write lock. A call chain that must
+// lock again while holding passes down the context [RWLock.Enter] (write)
+// or [RWLock.REnter] (read) returns; calls given it only count, without
+// I/O. See docs/mutex.md for the reasons.
 //
-// Downgrade: the write holder may take the read lock, and then release the
-// write lock and keep reading, with no writer able to slip in between:
+// Downgrade: the write holder may take the read lock, through the write
+// hold's context, and then release the write lock and keep reading, with
+// no writer able to slip in between:
 //
-//	rw.Lock(ctx)
+//	ctx, _ = rw.Enter(ctx)
 //	update(...)
 //	rw.RLock(ctx)    // never waits while this handle writes
 //	rw.Unlock(ctx)   // other readers may now join; writers still wait
@@ -101,9 +107,10 @@
 // case do other readers wait until the downgraded reader is done.
 // Reader().Node() tells which node the read hold rests on.
 //
-// Upgrade: Lock on a handle that holds only the read lock would wait for
-// its own read node and deadlock, so it fails at once, without I/O, with
-// [ErrUpgrade]. Release the read lock and take the write lock, then check
+// Upgrade: Lock with the context of a read hold would wait for its own
+// read node and deadlock, so it fails at once, without I/O, with
+// [ErrUpgrade]. (Lock with a plain context while the handle reads waits
+// for the handle's readers to let go, as [sync.RWMutex.Lock] does.) Release the read lock and take the write lock, then check
 // again whatever was read.
 //
 // # Node names

@@ -40,7 +40,7 @@ func (rw *RWLock) downgrade(ctx context.Context, w *recipe.Hold) error {
 		return err
 	}
 	rw.mu.Lock()
-	rw.r, rw.rn = h, 1
+	rw.r, rw.rn, rw.rgen = h, 1, new(byte)
 	rw.mu.Unlock()
 	return nil
 }

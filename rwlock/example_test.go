@@ -47,14 +47,15 @@ func Example() {
 	}
 
 	// A writer is alone; its token fences the stores it writes to.
-	if err := rw.Lock(rctx); err != nil {
+	wctx, err := rw.Enter(rctx) // carries the write hold
+	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println("writing; write token > 0:", rw.Token() > 0)
 
 	// Downgrade: keep reading what was written, letting other readers in
-	// but no writer.
-	if err := rw.RLock(rctx); err != nil {
+	// but no writer. The write hold's context lets the read lock in.
+	if err := rw.RLock(wctx); err != nil {
 		log.Fatal(err)
 	}
 	if err := rw.Unlock(ctx); err != nil {

@@ -40,9 +40,10 @@ var (
 	// [RWLock.Err]) when nothing is held in that mode.
 	ErrNotHeld = recipe.Sentinel("rwlock: not held", recipe.ErrNotHeld)
 	// ErrUpgrade is wrapped (with ErrNotAcquired) by the error of Lock and
-	// TryLock on a handle that holds the read lock but not the write lock.
-	// Waiting would deadlock: the write would wait for this handle's own read
-	// node. It is returned at once, without I/O; release the read lock first.
+	// TryLock called with a context carrying the handle's read hold (see
+	// RWLock.REnter) while it holds no write lock. Waiting would deadlock:
+	// the write would wait for this handle's own read node. It is returned
+	// at once, without I/O; release the read lock first.
 	ErrUpgrade = errors.New("rwlock: cannot upgrade a read lock to the write lock")
 	// ErrLost is wrapped by Err, RUnlock and Unlock once a held lock
 	// was lost, together with the reason: recipe.ErrSessionExpired,
@@ -133,19 +134,24 @@ func (m Mode) String() string {
 // RWLock is a handle on a distributed, reentrant, fair read/write lock at one
 // path: any number of readers, or one writer.
 //
-// Reentrancy is per handle and per mode: RLock on a handle that holds the
-// read lock, and Lock on one that holds the write lock, only count, and the
-// lock is released in that mode when RUnlock (or Unlock) has been called as
-// many times. The write holder may also take the read lock (downgrade); a
-// reader may not take the write lock (Lock fails with [ErrUpgrade]).
+// A handle excludes like a [sync.RWMutex]: goroutines sharing it share its
+// read lock, and Lock waits until the handle holds nothing while RLock
+// waits until it holds no write lock (each then queues like any other
+// contender), so two goroutines sharing a handle never both write, nor
+// read while another writes. Reentrancy is explicit: [RWLock.Enter] and
+// [RWLock.REnter] return a context that carries the hold, and a call
+// given it (or a context derived from it) only counts in the same mode,
+// without I/O; the lock is released in that mode when RUnlock (or Unlock)
+// has been called as many times. The write holder may also take the read
+// lock through the write hold's context (downgrade); a reader may not take
+// the write lock (Lock with the read hold's context fails with
+// [ErrUpgrade]).
 //
 // Each mode is also a handle of its own, [RWLock.Reader] and
 // [RWLock.Writer], which report on what the handle holds in that mode
 // (Done, Err, Token, Node, Revoked, Suspended, Resumed). Done, Err, Token
-// and Node on the RWLock are the write side's.
-//
-// A handle is safe for concurrent use, but goroutines that must exclude
-// each other need handles of their own.
+// and Node on the RWLock are the write side's. A handle is safe for
+// concurrent use.
 type RWLock struct {
 	c              *recipe.Client
 	read, write    *recipe.Lock
@@ -164,6 +170,11 @@ type RWLock struct {
 	// r is the read node's hold; nil while the read holds ride on w.
 	r  *recipe.Hold
 	rn int // read holds
+	// wgen and rgen name the current write and read holds (nil without
+	// one) in the contexts that carry them; changed is closed, and
+	// replaced, whenever a count reaches zero.
+	wgen, rgen *byte
+	changed    chan struct{}
 }
 
 // New returns a handle on the read/write lock at path, a ZooKeeper path
@@ -198,7 +209,8 @@ func New(c *recipe.Client, path string, opts ...Option) (*RWLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)
 	}
-	rw := &RWLock{c: c, read: read, write: write, readName: o.read, writeName: o.write, data: o.data}
+	rw := &RWLock{c: c, read: read, write: write, readName: o.read, writeName: o.write, data: o.data,
+		changed: make(chan struct{})}
 	rw.reader, rw.writer = newSide(rw, Read), newSide(rw, Write)
 	return rw, nil
 }
@@ -219,9 +231,11 @@ func (rw *RWLock) Writer() *Side { return &rw.writer }
 // on ctx is the timeout. Readers share the lock; a reader waits only for the
 // writers queued before it, and writers queued after it wait for it.
 //
-// If the handle already holds the read lock, RLock only increments its read
-// count, without I/O. If the handle holds the write lock, RLock does not
-// wait (see Downgrade in the package documentation).
+// If the handle holds the write lock, RLock first waits for it to be
+// released on the handle. If the handle holds the read lock, RLock shares
+// it: it only increments the read count, without I/O. If ctx carries the
+// handle's write hold (see [RWLock.Enter]), RLock does not wait (see
+// Downgrade in the package documentation).
 //
 // On failure nothing more is held, the node RLock queued has been deleted
 // (or its deletion goes on in the background while the connection is down),
@@ -230,10 +244,18 @@ func (rw *RWLock) Writer() *Side { return &rw.writer }
 // [ErrLost]; call RUnlock first.
 func (rw *RWLock) RLock(ctx context.Context) error { _, err := rw.reader.Take(ctx, true); return err }
 
+// REnter is [RWLock.RLock] that also returns a child of ctx carrying the
+// read hold: RLock and REnter called with it (or a context derived from
+// it) re-enter without I/O, and Lock with it fails with [ErrUpgrade].
+func (rw *RWLock) REnter(ctx context.Context) (context.Context, error) {
+	return rw.reader.Enter(ctx, true)
+}
+
 // TryRLock acquires the read lock if no writer holds it or is queued,
 // looking once without waiting. It returns an error wrapping [ErrLocked]
-// otherwise (the node it queued with is deleted again). Reentrant like
-// [RWLock.RLock].
+// otherwise (the node it queued with is deleted again), and at once,
+// without I/O, while the handle holds the write lock for another caller.
+// Reentrant like [RWLock.RLock].
 func (rw *RWLock) TryRLock(ctx context.Context) error {
 	_, err := rw.reader.Take(ctx, false)
 	return err
@@ -255,12 +277,14 @@ func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.reader.Release(
 
 // Lock acquires the write lock, waiting in line (first come, first served,
 // behind every reader and writer queued before it) until it is alone or ctx
-// ends. A deadline on ctx is the timeout. If the handle already holds the
-// write lock, Lock only increments its write count, without I/O.
+// ends. A deadline on ctx is the timeout. If the handle holds the lock in
+// either mode, Lock first waits for it to be released on the handle, as
+// [sync.RWMutex.Lock] does. If ctx carries the handle's write hold (see
+// [RWLock.Enter]), Lock only increments its write count, without I/O.
 //
-// On a handle that holds the read lock but not the write lock, Lock fails at
-// once, without I/O, with an error wrapping [ErrUpgrade] and
-// [ErrNotAcquired].
+// If ctx carries the handle's read hold (see [RWLock.REnter]) and the
+// handle does not hold the write lock, Lock fails at once, without I/O,
+// with an error wrapping [ErrUpgrade] and [ErrNotAcquired].
 //
 // On failure nothing more is held, the handle's write node has been deleted
 // (or its deletion goes on in the background while the connection is down),
@@ -269,10 +293,19 @@ func (rw *RWLock) RUnlock(ctx context.Context) error { return rw.reader.Release(
 // [ErrLost]; call Unlock first.
 func (rw *RWLock) Lock(ctx context.Context) error { _, err := rw.writer.Take(ctx, true); return err }
 
+// Enter is [RWLock.Lock] that also returns a child of ctx carrying the
+// write hold: Lock and Enter called with it (or a context derived from
+// it) re-enter without I/O, and RLock with it takes the read lock at once
+// (downgrade).
+func (rw *RWLock) Enter(ctx context.Context) (context.Context, error) {
+	return rw.writer.Enter(ctx, true)
+}
+
 // TryLock acquires the write lock if nobody holds the lock or is queued,
 // looking once without waiting. It returns an error wrapping [ErrLocked]
-// otherwise (the node it queued with is deleted again). Reentrant, and
-// refusing an upgrade, like [RWLock.Lock].
+// otherwise (the node it queued with is deleted again), and at once,
+// without I/O, while the handle holds the lock for another caller.
+// Reentrant, and refusing an upgrade, like [RWLock.Lock].
 func (rw *RWLock) TryLock(ctx context.Context) error {
 	_, err := rw.writer.Take(ctx, false)
 	return err

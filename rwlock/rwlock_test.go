@@ -287,13 +287,14 @@ func TestReentrancy(t *testing.T) {
 	}
 
 	// Write side.
-	if err := rw.Lock(ctx); err != nil {
+	wctx, err := rw.Enter(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	rw.Done() // asked once, the hold arms its own watch now (a read), not inside the call counted below
 	locktest.Settle(t, c1)
 	before = c1.Stats()
-	if err := rw.Lock(ctx); err != nil {
+	if err := rw.Lock(wctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := rw.Unlock(ctx); err != nil {
@@ -340,8 +341,8 @@ func TestUpgradeRefused(t *testing.T) {
 	path := zktest.UniquePath(t)
 	c := locktest.Client(t, []string{srv.Addr()})
 	rw := newRW(t, c, path)
-	ctx := locktest.Ctx(t, 20*time.Second)
-	if err := rw.RLock(ctx); err != nil {
+	ctx, err := rw.REnter(locktest.Ctx(t, 20*time.Second)) // carries the read hold
+	if err != nil {
 		t.Fatal(err)
 	}
 	rw.Reader().Done() // asked once, the hold arms its own watch now (a read), not inside the call counted below
@@ -388,7 +389,8 @@ func TestDowngrade(t *testing.T) {
 	reader := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
 	writer := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
 
-	if err := rw.Lock(ctx); err != nil {
+	ctx, err := rw.Enter(ctx) // carries the write hold: RLock downgrades
+	if err != nil {
 		t.Fatal(err)
 	}
 	wnode, wtoken := rw.Node(), rw.Token()
@@ -452,14 +454,15 @@ func TestDowngradeBehindQueuedWriter(t *testing.T) {
 	rw := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
 	writer := newRW(t, locktest.Client(t, []string{srv.Addr()}), path)
 
-	if err := rw.Lock(ctx); err != nil {
+	wctx, err := rw.Enter(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	wnode := rw.Node()
 	got := make(chan error, 1)
 	go func() { got <- writer.Lock(ctx) }()
 	locktest.Queued(t, 2, rw.Participants)
-	if err := rw.RLock(ctx); err != nil {
+	if err := rw.RLock(wctx); err != nil {
 		t.Fatalf("RLock while writing, a writer queued: %v", err)
 	}
 	if rw.Reader().Node() != wnode {

@@ -52,72 +52,121 @@ func (s *Side) RWLock() *RWLock { return s.rw }
 // lockName is how the side's lock is named in errors.
 func (s *Side) lockName() string { return s.mode.String() + " lock" }
 
-// Take acquires the side's lock as [RWLock.RLock] or [RWLock.Lock] do
-// (with wait false, as TryRLock or TryLock), and returns the side.
+// Take acquires the side's lock as [Side.Enter] does and returns the side.
 func (s *Side) Take(ctx context.Context, wait bool) (recipe.Held, error) {
+	if _, err := s.Enter(ctx, wait); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Enter acquires the side's lock as [RWLock.REnter] or [RWLock.Enter] do
+// (with wait false, as TryRLock or TryLock) and returns a child of ctx
+// carrying the hold.
+func (s *Side) Enter(ctx context.Context, wait bool) (context.Context, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %w: nil context", ErrNotAcquired, recipe.ErrInvalidArgument)
 	}
 	rw := s.rw
-	if err := rw.turn.Take(ctx); err != nil {
-		return nil, fmt.Errorf("%w: %s on %s: %w", ErrNotAcquired, s.lockName(), rw.Path(), err)
-	}
-	defer rw.turn.Give()
-	again, err := s.reenter()
-	if err != nil {
-		return nil, err
-	}
-	if again {
-		return s, nil
-	}
-	rw.mu.Lock()
-	w := rw.w
-	rw.mu.Unlock()
-	if s.mode == Read && w != nil {
-		if err := rw.downgrade(ctx, w); err != nil {
-			return nil, err
+	for {
+		if err := rw.turn.Take(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %s on %s: %w", ErrNotAcquired, s.lockName(), rw.Path(), err)
 		}
-		return s, nil
+		held, busy, err := s.step(ctx, wait)
+		rw.turn.Give()
+		if busy == nil {
+			return held, err
+		}
+		if !wait {
+			return nil, fmt.Errorf("%w: %s on %s: held through this handle", ErrLocked, s.lockName(), rw.Path())
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %s on %s: waiting for this handle's holds to be released: %w",
+				ErrNotAcquired, s.lockName(), rw.Path(), ctx.Err())
+		}
 	}
+}
+
+// step is one attempt of Enter, on its turn: a re-entry when ctx carries
+// the side's current hold, a downgrade when it carries the write hold, a
+// share of the handle's read hold for a reader, an acquire when the handle
+// holds nothing that excludes it; otherwise busy, a channel closed at the
+// handle's next release.
+func (s *Side) step(ctx context.Context, wait bool) (held context.Context, busy <-chan struct{}, err error) {
+	rw := s.rw
+	rw.mu.Lock()
+	carriesW := rw.wn > 0 && reentrant.Carried(ctx, &rw.writer) == rw.wgen
+	carriesR := rw.rn > 0 && reentrant.Carried(ctx, &rw.reader) == rw.rgen
+	switch {
+	case s.mode == Write && carriesW, s.mode == Read && carriesR:
+		defer rw.mu.Unlock()
+		return s.recount(ctx)
+	case s.mode == Write && carriesR:
+		rw.mu.Unlock()
+		return nil, nil, fmt.Errorf("%w: %w: %s", ErrNotAcquired, ErrUpgrade, rw.Path())
+	case s.mode == Read && carriesW && rw.rn > 0, s.mode == Read && rw.wn == 0 && rw.rn > 0:
+		// Readers share the handle's read hold (a lost one fails them, as
+		// it fails a re-entry).
+		defer rw.mu.Unlock()
+		return s.recount(ctx)
+	case s.mode == Read && carriesW:
+		w := rw.w
+		rw.mu.Unlock()
+		if err := rw.downgrade(ctx, w); err != nil {
+			return nil, nil, err
+		}
+		return s.carry(ctx), nil, nil
+	case rw.wn > 0 || (s.mode == Write && rw.rn > 0):
+		defer rw.mu.Unlock()
+		return nil, rw.changed, nil
+	}
+	rw.mu.Unlock()
 	lk := rw.write
 	if s.mode == Read {
 		lk = rw.read
 	}
 	h, err := lk.Take(ctx, wait)
 	if errors.Is(err, recipe.ErrWouldBlock) {
-		return nil, fmt.Errorf("%w: %s on %s", ErrLocked, s.lockName(), rw.Path())
+		return nil, nil, fmt.Errorf("%w: %s on %s", ErrLocked, s.lockName(), rw.Path())
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rw.mu.Lock()
 	if s.mode == Read {
-		rw.r, rw.rn = h.(*recipe.Hold), 1
+		rw.r, rw.rn, rw.rgen = h.(*recipe.Hold), 1, new(byte)
 	} else {
-		rw.w, rw.wn = h.(*recipe.Hold), 1
+		rw.w, rw.wn, rw.wgen = h.(*recipe.Hold), 1, new(byte)
 	}
 	rw.mu.Unlock()
-	return s, nil
+	return s.carry(ctx), nil, nil
 }
 
-// reenter counts one more hold when the side holds in force (again), fails
-// when its hold was lost, and refuses an upgrade.
-func (s *Side) reenter() (again bool, err error) {
+// recount counts one more hold of the side, unless its hold was lost, and
+// returns ctx carrying it. rw.mu must be held.
+func (s *Side) recount(ctx context.Context) (context.Context, <-chan struct{}, error) {
+	rw := s.rw
+	if err := rw.holdLocked(s.mode).Err(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s on %s: %w", ErrNotAcquired, s.lockName(), rw.Path(), err)
+	}
+	*s.count()++
+	if s.mode == Read {
+		return reentrant.WithHold(ctx, &rw.reader, rw.rgen), nil, nil
+	}
+	return reentrant.WithHold(ctx, &rw.writer, rw.wgen), nil, nil
+}
+
+// carry returns ctx carrying the side's current hold.
+func (s *Side) carry(ctx context.Context) context.Context {
 	rw := s.rw
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
-	n := s.count()
-	if *n == 0 {
-		if s.mode == Write && rw.rn > 0 {
-			return false, fmt.Errorf("%w: %w: %s", ErrNotAcquired, ErrUpgrade, rw.Path())
-		}
-		return false, nil
+	if s.mode == Read {
+		return reentrant.WithHold(ctx, &rw.reader, rw.rgen)
 	}
-	if err := rw.holdLocked(s.mode).Err(); err != nil {
-		return false, fmt.Errorf("%w: %s on %s: %w", ErrNotAcquired, s.lockName(), rw.Path(), err)
-	}
-	*n++
-	return true, nil
+	return reentrant.WithHold(ctx, &rw.writer, rw.wgen)
 }
 
 // Release undoes one Take, as [RWLock.RUnlock] or [RWLock.Unlock] do.
@@ -163,6 +212,15 @@ func (s *Side) countDown() (*recipe.Hold, error) {
 		return nil, ErrNotHeld
 	}
 	*n--
+	if *n == 0 {
+		if s.mode == Read {
+			rw.rgen = nil
+		} else {
+			rw.wgen = nil
+		}
+		close(rw.changed) // wake the callers waiting for this handle's holds
+		rw.changed = make(chan struct{})
+	}
 	var h *recipe.Hold
 	switch {
 	case *n > 0:

@@ -198,10 +198,11 @@ func TestDowngradeTelemetry(t *testing.T) {
 		return got
 	}
 
-	if err := rw.Lock(ctx); err != nil {
+	wctx, err := rw.Enter(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rw.RLock(ctx); err != nil {
+	if err := rw.RLock(wctx); err != nil {
 		t.Fatal(err)
 	}
 	if w, r := holders("rwlock.write"), holders("rwlock.read"); w != 1 || r != 1 {
@@ -226,13 +227,14 @@ func TestDowngradeTelemetry(t *testing.T) {
 
 	// A writer queued behind: the read hold rides on the write node.
 	other := newRW(t, tel.Client(t, srv.Addr()), path)
-	if err := rw.Lock(ctx); err != nil {
+	wctx, err = rw.Enter(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
 	go func() { got <- other.Lock(ctx) }()
 	locktest.Queued(t, 2, rw.Participants)
-	if err := rw.RLock(ctx); err != nil {
+	if err := rw.RLock(wctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := rw.Unlock(ctx); err != nil {

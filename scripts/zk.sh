@@ -16,7 +16,7 @@
 #   scripts/zk.sh start [--port P] [--dir D]
 #       Start a standalone server in the background on 127.0.0.1:P
 #       (default 21811) with its config, data, log and pid file under D
-#       (default .zk/ in the repository), and wait until it answers.
+#       (default: the state directory below), and wait until it answers.
 #   scripts/zk.sh stop [--dir D]
 #       Stop the server started from D.
 #   scripts/zk.sh status [--dir D]
@@ -31,6 +31,12 @@
 #   ZK_HEAP_MAX            maximum JVM heap (default 256m)
 #   ZK_LOG_STDOUT          1: "run" writes the server log to stdout instead of LOGDIR
 #   ZK_START_TIMEOUT       seconds "start" waits for the server (default 30)
+#   ZK_STATE_DIR           default D of start, stop and status (default
+#                          $XDG_CACHE_HOME/zkrecipes/zk-<checkout> or
+#                          ~/.cache/zkrecipes/zk-<checkout>, falling back to
+#                          ${TMPDIR:-/tmp}/zkrecipes-<uid>/zk-<checkout> when
+#                          that cannot be made): outside the checkout, so a
+#                          read-only checkout works; one per checkout
 set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -41,7 +47,25 @@ ZK_JAR=${ZK_JAR:-/usr/share/java/zookeeper.jar}
 ZK_CONF_DIR=${ZK_CONF_DIR:-/etc/zookeeper/conf}
 CURATOR_JAR=${CURATOR_JAR:-/usr/share/java/curator-recipes.jar}
 DEFAULT_PORT=21811
-DEFAULT_DIR="$REPO/.zk"
+# default_dir prints the state directory of this checkout's server: under
+# the user's cache, or under $TMPDIR when the cache cannot be made. The
+# name carries a checksum of the checkout's path, so two checkouts keep
+# separate servers and start, stop and status always agree.
+default_dir() {
+	if [[ -n ${ZK_STATE_DIR:-} ]]; then
+		printf '%s\n' "$ZK_STATE_DIR"
+		return
+	fi
+	local tag base
+	tag="$(basename -- "$REPO")-$(printf '%s' "$REPO" | cksum | cut -d' ' -f1)"
+	base=${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/zkrecipes
+	if mkdir -p -- "$base" 2>/dev/null && [[ -w $base ]]; then
+		printf '%s\n' "$base/zk-$tag"
+		return
+	fi
+	printf '%s\n' "${TMPDIR:-/tmp}/zkrecipes-$(id -u)/zk-$tag"
+}
+DEFAULT_DIR=$(default_dir)
 
 log() { printf 'zk.sh: %s\n' "$*" >&2; }
 die() {

@@ -61,6 +61,8 @@ type perCycle struct {
 	Reads   float64 `json:"reads"`
 	Wakeups float64 `json:"wakeups"`
 	Retries float64 `json:"retries"`
+	Writes  float64 `json:"writes,omitempty"`
+	Commits float64 `json:"commits,omitempty"`
 }
 
 // opsPerSec returns the measured throughput in cycles per second.
@@ -167,6 +169,7 @@ func (m *meter) result() result {
 			Creates: float64(d.Creates) / n, Deletes: float64(d.Deletes) / n,
 			Lists: float64(d.Lists) / n, Reads: float64(d.Reads) / n,
 			Wakeups: float64(d.Wakeups) / n, Retries: float64(d.Retries) / n,
+			Writes: float64(d.Writes) / n, Commits: float64(d.Commits) / n,
 		}
 	}
 	if m.packetsOK {
@@ -180,6 +183,7 @@ func addStats(a, b recipe.Stats) recipe.Stats {
 		Creates: a.Creates + b.Creates, Deletes: a.Deletes + b.Deletes,
 		Lists: a.Lists + b.Lists, Reads: a.Reads + b.Reads,
 		Wakeups: a.Wakeups + b.Wakeups, Retries: a.Retries + b.Retries,
+		Writes: a.Writes + b.Writes, Commits: a.Commits + b.Commits,
 		Acquired: a.Acquired + b.Acquired, Lost: a.Lost + b.Lost,
 		EpochsEnded: a.EpochsEnded + b.EpochsEnded,
 	}

@@ -252,6 +252,8 @@ func (r *report) finish() {
 				Reads:   c(func(p *perCycle) float64 { return p.Reads }),
 				Wakeups: c(func(p *perCycle) float64 { return p.Wakeups }),
 				Retries: c(func(p *perCycle) float64 { return p.Retries }),
+				Writes:  c(func(p *perCycle) float64 { return p.Writes }),
+				Commits: c(func(p *perCycle) float64 { return p.Commits }),
 			}
 		}
 	}
@@ -365,11 +367,11 @@ func (r *report) writeText(w io.Writer) error {
 	fmt.Fprintf(bw, "%s: no cycle completed for %s (or the peer's time ran out); the round is left out.\n", statusStalled, r.Settings.Stall)
 
 	fmt.Fprintln(bw, "\nclient requests per cycle by kind:")
-	row("scenario", "creates", "lists", "reads", "deletes", "wake-ups", "retries")
+	row("scenario", "creates", "lists", "reads", "writes", "commits", "deletes", "wake-ups", "retries")
 	for _, st := range r.Scenarios {
 		if c := st.Counts; c != nil {
 			f := func(v float64) string { return fmt.Sprintf("%.2f", v) }
-			row(st.Title, f(c.Creates), f(c.Lists), f(c.Reads), f(c.Deletes), f(c.Wakeups), f(c.Retries))
+			row(st.Title, f(c.Creates), f(c.Lists), f(c.Reads), f(c.Writes), f(c.Commits), f(c.Deletes), f(c.Wakeups), f(c.Retries))
 		}
 	}
 

@@ -91,13 +91,14 @@ var suites = map[string]func() []scenario{
 	"default": defaultScenarios,
 	"peers":   peerSuite,
 	"scale":   scaleSuite,
+	"service": serviceSuite,
 }
 
 // allScenarios returns every scenario of every suite.
 func allScenarios() []scenario {
 	seen := map[string]bool{}
 	var out []scenario
-	for _, s := range slices.Concat(defaultScenarios(), peerSuite(), scaleSuite()) {
+	for _, s := range slices.Concat(defaultScenarios(), peerSuite(), scaleSuite(), serviceSuite()) {
 		if !seen[s.id] {
 			seen[s.id] = true
 			out = append(out, s)
@@ -137,7 +138,7 @@ func scenarioIDs() string {
 func selectScenarios(suite, only string) ([]scenario, error) {
 	mk, ok := suites[suite]
 	if !ok {
-		return nil, fmt.Errorf("-suite: unknown suite %q (default, peers, scale)", suite)
+		return nil, fmt.Errorf("-suite: unknown suite %q (default, peers, scale, service)", suite)
 	}
 	all := mk()
 	if only == "" {

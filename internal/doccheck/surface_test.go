@@ -21,11 +21,11 @@ var surface = []struct {
 	pkg, typ string
 	methods  []string
 }{
-	{"mutex", "Mutex", []string{"Lock", "TryLock", "Unlock", "Participants", "Path",
+	{"mutex", "Mutex", []string{"Lock", "TryLock", "Enter", "TryEnter", "Unlock", "Participants", "Path",
 		"Done", "Err", "Token", "Node", "Commit", "Revoked", "Suspended", "Resumed", "Take", "Release"}},
-	{"rwlock", "Side", []string{"Path", "Mode", "RWLock", "Take", "Release",
+	{"rwlock", "Side", []string{"Path", "Mode", "RWLock", "Take", "Enter", "Release",
 		"Done", "Err", "Token", "Node", "Commit", "Revoked", "Suspended", "Resumed"}},
-	{"reentrant", "Handle", []string{"Path", "Take", "Release",
+	{"reentrant", "Handle", []string{"Path", "Take", "Enter", "Release",
 		"Done", "Err", "Token", "Node", "Commit", "Revoked", "Suspended", "Resumed"}},
 	{"semaphore", "Lease", []string{"Release", "Done", "Err", "Token", "Node", "Commit", "Suspended", "Resumed"}},
 	{"leader", "Election", []string{"Campaign", "TryCampaign", "Resign", "Run", "Take", "Path",
