@@ -73,7 +73,7 @@ type recConn struct {
 	fail       atomic.Bool
 	readsAfter atomic.Int32
 
-	wmu sync.Mutex // writes, go-zookeeper's and inject's, one at a time
+	wmu sync.Mutex // writes, one at a time
 	mu  sync.Mutex
 	ws  []recWrite
 	in  []byte // everything read
@@ -97,14 +97,6 @@ func (r *recConn) Write(p []byte) (int, error) {
 	r.ws = append(r.ws, recWrite{p: bytes.Clone(p), readUntil: len(r.in)})
 	r.mu.Unlock()
 	return r.Conn.Write(p)
-}
-
-// inject writes bytes of our own between go-zookeeper's.
-func (r *recConn) inject(p []byte) error {
-	r.wmu.Lock()
-	defer r.wmu.Unlock()
-	_, err := r.Conn.Write(p)
-	return err
 }
 
 // errInjected is the error of a read that a test made fail.
@@ -152,26 +144,9 @@ func (r *recConn) replies() (frames [][]byte, ends []int) {
 	return frames, ends
 }
 
-// replyTo returns the reply with xid (its zxid and error code) and the
-// count of bytes read up to its end, once it has been read.
-func (r *recConn) replyTo(xid int32) (zxid int64, code int32, end int, ok bool) {
-	frames, ends := r.replies()
-	for i, f := range frames[min(1, len(frames)):] {
-		if len(f) >= 16 && int32(binary.BigEndian.Uint32(f)) == xid {
-			return int64(binary.BigEndian.Uint64(f[4:])), int32(binary.BigEndian.Uint32(f[12:])), ends[i+1], true
-		}
-	}
-	return 0, 0, 0, false
-}
-
 // xidOp returns a request frame's xid and opcode.
 func xidOp(p []byte) (xid, op int32) {
 	return int32(binary.BigEndian.Uint32(p[4:])), int32(binary.BigEndian.Uint32(p[8:]))
-}
-
-// isOneFrame reports whether p is one whole frame.
-func isOneFrame(p []byte) bool {
-	return len(p) >= 4 && int(binary.BigEndian.Uint32(p)) == len(p)-4
 }
 
 // logRecorder keeps go-zookeeper's log lines with their format.
@@ -189,12 +164,6 @@ func (l *logRecorder) Printf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, logLine{format, args})
-}
-
-func (l *logRecorder) all() []logLine {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.lines)
 }
 
 // contractConn connects go-zookeeper alone, as it is, to addr through a

@@ -593,11 +593,6 @@ func TestHostileTamper(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			// With direct requests (since removed), listings were read
-			// on a path of their own unless ZKRECIPES_DIRECT_REQUESTS=off;
-			// the variable makes go-zookeeper read the rewritten listing
-			// on that code too, and is ignored now.
-			t.Setenv("ZKRECIPES_DIRECT_REQUESTS", "off")
 			p := startTamperProxy(t, srv.Addr(), tc.rule)
 			c, d := hostileClient(t, p.addr())
 			// Traffic, so that there are replies to tamper with.
