@@ -52,6 +52,9 @@ type Hold struct {
 	mon      monitorState
 	ownW     <-chan zk.Event // the acquire's watch on our node, for the monitor
 	exited   chan struct{}   // closed when the monitor, once started, ends
+	ctxs     []*holdContext  // contexts handed out by Context, cancelled when the hold ends
+	arming   bool            // a read to (re)arm the own-node watch is under way (monitorWatching)
+	armAgain bool            // and another is wanted after it
 
 	// Suspension ([WithSuspensionTolerance]), under mu.
 	suspended chan struct{} // closed while a suspension is in progress
@@ -74,13 +77,17 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		ep:      ep,
 		done:    make(chan struct{}),
 		start:   time.Now(),
-		revoked: make(chan struct{}),
+		revoked: neverClosed,
 		ownW:    ownW,
 
-		suspended: make(chan struct{}),
+		suspended: neverClosed,
 		resumed:   closedChan,
 	}
+	if l.spec.Revocable {
+		h.revoked = make(chan struct{})
+	}
 	if l.c.cfg.tolerateSuspension {
+		h.suspended = make(chan struct{})
 		s, n := l.c.suspension(ep)
 		h.cleared = n
 		if s.began {
@@ -111,9 +118,21 @@ const (
 	// through the context (stopLazy). Most holds are released in this
 	// state, so a lock cycle costs no goroutine and no read.
 	monitorIdle monitorState = iota
+	// monitorRunning: a monitor goroutine watches the hold (a revocable
+	// hold, one with a maximum hold time, or any hold of a client that
+	// tolerates suspensions).
 	monitorRunning
 	monitorNever // released before anyone asked
+	// monitorWatching: the loss signal was asked for; the hold watches its
+	// node through the client's dispatch of node events (dispatch.go),
+	// with no goroutine of its own, and its epoch through stopLazy.
+	monitorWatching
 )
+
+// neverClosed is the channel of what never happens to a hold: a
+// revocation of a lock that is not revocable, a suspension of a client
+// that does not tolerate them.
+var neverClosed = make(chan struct{})
 
 // startMonitor starts the monitor (once): it watches our node and the
 // epoch until the hold ends, and records the loss. It starts when the loss
@@ -238,7 +257,7 @@ func (h *Hold) Resumed() <-chan struct{} {
 func (h *Hold) suspend() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.inSusp || h.err != nil {
+	if h.inSusp || h.err != nil || h.suspended == neverClosed {
 		return
 	}
 	h.inSusp = true
@@ -360,6 +379,11 @@ func (h *Hold) Release(ctx context.Context) error {
 	if h.mon == monitorIdle {
 		h.mon = monitorNever
 	}
+	if lost == nil {
+		// Whoever works under the hold's contexts stops before the node
+		// goes.
+		h.cancelContextsLocked(ErrNotHeld)
+	}
 	h.mu.Unlock()
 	if h.stopLazy != nil {
 		h.stopLazy()
@@ -453,6 +477,13 @@ func (h *Hold) finish(err error) {
 func (h *Hold) endLocked(err error) {
 	h.err = err
 	defer close(h.done) // after the metrics: whoever Done wakes sees them
+	defer h.cancelContextsLocked(err)
+	if h.mon == monitorWatching {
+		h.l.c.unwatchNode(h)
+		if h.cancel != nil {
+			h.cancel() // a read arming the watch
+		}
+	}
 	ctx := context.Background()
 	h.l.c.ins.holders.Add(ctx, -1, h.l.attrs)
 	end := "lost"
