@@ -34,7 +34,11 @@ func (h *Hold) wantWatch() {
 		h.watchOwn()
 		return
 	}
-	h.watchOnce.Do(func() { close(h.watchNow) })
+	h.mu.Lock()
+	if !isClosed(h.watchNow) {
+		close(h.watchNow)
+	}
+	h.mu.Unlock()
 	h.startMonitor()
 }
 
@@ -381,7 +385,11 @@ func (h *Hold) rearm(ctx context.Context) (<-chan zk.Event, error) {
 			return nil, ErrNodeDeleted
 		case err == nil:
 			if h.l.spec.Revocable && string(data) == revokeMarker {
-				h.revOnce.Do(func() { close(h.revoked) })
+				h.mu.Lock()
+				if !isClosed(h.revoked) {
+					close(h.revoked)
+				}
+				h.mu.Unlock()
 			}
 			return ch, nil
 		case errors.Is(err, zk.ErrNoNode):

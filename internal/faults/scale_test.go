@@ -29,6 +29,10 @@ const (
 
 	maxGoroutinesPerWaiter = 1.5
 	maxHeapPerWaiter       = 4 << 10
+
+	// maxHeapPerWatchedHold is the heap a hold may cost, with its handle,
+	// once its loss signal or a context was asked for.
+	maxHeapPerWatchedHold = 2000
 )
 
 // memSnapshot is the heap in use after a full collection, and the
@@ -274,16 +278,52 @@ func TestScaleManyLocks(t *testing.T) {
 		t.Errorf("%.2f goroutines per idle hold, want none", g)
 	}
 	stats := c.Stats()
-	for _, m := range handles {
+	for _, m := range handles[:locks/2] {
 		m.Done() // asked: each hold watches its node
+	}
+	locktest.Eventually(t, time.Minute, "the first half watching its node", func() bool {
+		return c.Stats().Sub(stats).Reads >= locks/2
+	})
+	var halfDone memSnapshot
+	locktest.Eventually(t, 10*time.Second, "the reads' goroutines ended", func() bool {
+		halfDone = snapshot()
+		return halfDone.goroutines <= held.goroutines+idleWorkers
+	})
+	cancels := make([]context.CancelFunc, 0, locks/2)
+	for _, m := range handles[locks/2:] {
+		hctx, cancel := m.Context(ctx) // asked for its context, which it watches
+		cancels = append(cancels, cancel)
+		_ = hctx.Done() // the channel is made, as by anyone who selects on it
 	}
 	locktest.Eventually(t, time.Minute, "every hold watching its node", func() bool {
 		return c.Stats().Sub(stats).Reads >= locks
 	})
-	watched := snapshot()
-	t.Logf("the same, each asked for its loss signal (Done): heap %.0f B/lock, %.2f goroutines/lock, %d reads",
-		perUnit(watched.heap, before.heap, locks), float64(watched.goroutines-before.goroutines)/locks,
-		c.Stats().Sub(stats).Reads)
+	var watched memSnapshot
+	locktest.Eventually(t, 10*time.Second, "the reads' goroutines ended", func() bool {
+		watched = snapshot()
+		return watched.goroutines <= held.goroutines+idleWorkers
+	})
+	heapWatched := perUnit(watched.heap, before.heap, locks)
+	goWatched := float64(watched.goroutines-before.goroutines) / locks
+	t.Logf("the same, half asked for their loss signal (Done), half for a context (Context): heap %.0f B/lock, %.3f goroutines/lock, %d reads",
+		heapWatched, goWatched, c.Stats().Sub(stats).Reads)
+	// What asking costs, on top of a held lock, each way.
+	heldPer := perUnit(held.heap, before.heap, locks)
+	heapDone := heldPer + perUnit(halfDone.heap, held.heap, locks/2)
+	heapCtx := heldPer + perUnit(watched.heap, halfDone.heap, locks/2)
+	t.Logf("heap per hold asked for Done: %.0f B; asked for a context: %.0f B", heapDone, heapCtx)
+	if max(heapDone, heapCtx) > maxHeapPerWatchedHold {
+		t.Errorf("heap per hold %.0f B (Done) and %.0f B (Context), want at most %d", heapDone, heapCtx, maxHeapPerWatchedHold)
+	}
+	if goWatched > 0.01 {
+		t.Errorf("%.3f goroutines per watched hold, want at most 0.01", goWatched)
+	}
+	if heapWatched > maxHeapPerWatchedHold {
+		t.Errorf("%.0f heap bytes per watched hold, want at most %d", heapWatched, maxHeapPerWatchedHold)
+	}
+	for _, cancel := range cancels {
+		cancel()
+	}
 	took = each("Unlock", func(m *mutex.Mutex) error { return m.Unlock(ctx) })
 	t.Logf("released in %v", took.Round(time.Millisecond))
 	handles = nil
@@ -294,7 +334,7 @@ func TestScaleManyLocks(t *testing.T) {
 	var after memSnapshot
 	locktest.Eventually(t, 10*time.Second, "the goroutines back to the baseline", func() bool {
 		after = snapshot()
-		return after.goroutines <= before.goroutines+idleWorkers
+		return after.goroutines <= before.goroutines+idleWorkers+1 // and the dispatch of node events
 	})
 	grown := int64(after.heap) - int64(before.heap)
 	t.Logf("after release: goroutines %d (baseline %d), heap %+d B (%.1f B/lock)",
