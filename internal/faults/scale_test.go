@@ -3,7 +3,9 @@ package faults_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -383,4 +386,90 @@ func countNodes(t *testing.T, raw *zk.Conn, parent string) int {
 	close(work)
 	wg.Wait()
 	return int(total.Load())
+}
+
+// AcquireN is linear in n: one transaction creates the n nodes, one
+// listing and one read verify them all, and the driver decides for each
+// at its index in the shared listing. On a semaphore of 2^20 leases,
+// AcquireN(n) for n up to 8,000 (SCALE_ACQUIREN_MAX; 1,000 by default)
+// takes the same requests whatever n, and AcquireN(8,000) under a second.
+func TestScaleAcquireN(t *testing.T) {
+	maxN := 1000
+	if os.Getenv("SCALE_ACQUIREN_MAX") != "" {
+		var err error
+		if maxN, err = strconv.Atoi(os.Getenv("SCALE_ACQUIREN_MAX")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := zktest.Shared(t)
+	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
+	// A short path and node data, so that 8,000 creates fit in one
+	// request of ZooKeeper's default 1 MiB.
+	path := fmt.Sprintf("/an%x", time.Now().UnixNano()&0xffffff)
+	s, err := semaphore.New(c, path, 1<<20, semaphore.WithData([]byte("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := s.AcquireN(ctx, 1); err != nil { // the directory exists from now on
+		t.Fatal(err)
+	}
+	var took []time.Duration
+	var ns []int
+	for _, n := range []int{10, 100, 1000, 8000} {
+		if n > maxN {
+			break
+		}
+		before := c.Stats()
+		start := time.Now()
+		leases, err := s.AcquireN(ctx, n)
+		d := time.Since(start)
+		if err != nil {
+			t.Fatalf("AcquireN(%d): %v", n, err)
+		}
+		st := c.Stats().Sub(before)
+		t.Logf("AcquireN(%d) on 2^20 leases: %v, requests: %d create (one transaction), %d list, %d reads (a node, the directory's data)",
+			n, d.Round(time.Millisecond), st.Creates, st.Lists, st.Reads)
+		if st.Creates != 1 || st.Lists != 1 || st.Reads != 2 || st.Writes+st.Deletes != 0 {
+			t.Errorf("AcquireN(%d): %d creates, %d lists, %d reads, %d writes, %d deletes; want 1, 1, 2, 0, 0",
+				n, st.Creates, st.Lists, st.Reads, st.Writes, st.Deletes)
+		}
+		took, ns = append(took, d), append(ns, n)
+		for _, l := range leases {
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The server's share: the same transaction of creates sent raw, in
+	// the same run. On a loaded machine it alone can take most of a
+	// second for 8,000 nodes (one write of 1 MiB to the transaction log).
+	last := len(ns) - 1
+	raw := zktest.Connect(t, srv.Addr())
+	ops := make([]any, ns[last])
+	for i := range ops {
+		ops[i] = &zk.CreateRequest{Path: path + "/_c_00000000-0000-0000-0000-000000000000-lease-", Data: []byte("x"),
+			Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral | zk.FlagSequence}
+	}
+	start := time.Now()
+	if _, err := raw.Multi(ops...); err != nil {
+		t.Fatal(err)
+	}
+	server := time.Since(start)
+	t.Logf("the same transaction of %d creates sent raw: %v; AcquireN's own share: %v",
+		ns[last], server.Round(time.Millisecond), (took[last] - server).Round(time.Millisecond))
+	if ns[last] == 8000 && took[last] > time.Second && took[last]-server > 500*time.Millisecond {
+		t.Errorf("AcquireN(8000) took %v, %v more than its transaction alone; want under 1 s", took[last], took[last]-server)
+	}
+	// About linear: from the first size measured past 100 to the last, the
+	// time grows no faster than n (with room for noise).
+	for i := range ns {
+		if ns[i] < 1000 || i == 0 {
+			continue
+		}
+		if ratio, grow := float64(took[i])/float64(took[i-1]), float64(ns[i])/float64(ns[i-1]); ratio > 2*grow {
+			t.Errorf("AcquireN(%d) took %.1fx AcquireN(%d), for %.0fx the nodes", ns[i], ratio, ns[i-1], grow)
+		}
+	}
 }
