@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -471,5 +472,75 @@ func TestScaleAcquireN(t *testing.T) {
 		if ratio, grow := float64(took[i])/float64(took[i-1]), float64(ns[i])/float64(ns[i-1]); ratio > 2*grow {
 			t.Errorf("AcquireN(%d) took %.1fx AcquireN(%d), for %.0fx the nodes", ns[i], ratio, ns[i-1], grow)
 		}
+	}
+}
+
+// Participants is linear in the queue and honours its context: the
+// queue of a mutex of 10,000 nodes (SCALE_PARTICIPANTS; 100,000 in make
+// scale) is read and judged within 2 s (2 s per 10,000 beyond), and a
+// context that ends early ends the call at once.
+func TestScaleParticipants(t *testing.T) {
+	n := 10000
+	if v := os.Getenv("SCALE_PARTICIPANTS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := zktest.Shared(t)
+	raw := zktest.Connect(t, srv.Addr())
+	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
+	path := zktest.UniquePath(t)
+	m, err := mutex.New(c, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := m.Lock(ctx); err != nil { // the directory, and its first node
+		t.Fatal(err)
+	}
+	const batch = 4000
+	for made := 1; made < n; made += batch {
+		ops := make([]any, min(batch, n-made))
+		for i := range ops {
+			ops[i] = &zk.CreateRequest{Path: path + "/_c_00000000-0000-0000-0000-000000000000-lock-", Data: []byte("x"),
+				Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral | zk.FlagSequence}
+		}
+		if _, err := raw.Multi(ops...); err != nil {
+			t.Fatalf("creating nodes %d..: %v", made, err)
+		}
+	}
+	before := c.Stats()
+	start := time.Now()
+	ps, err := m.Participants(ctx)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats().Sub(before)
+	t.Logf("Participants of %d nodes: %v, %d list, %d reads", n, took.Round(time.Millisecond), st.Lists, st.Reads)
+	if len(ps) != n || !ps[0].Holder || ps[0].Node != m.Node() || ps[n-1].Holder {
+		t.Fatalf("%d participants, first %+v", len(ps), ps[0])
+	}
+	// Each node is one read: past 10,000 nodes the server's pace of reads
+	// bounds the call, and the bound grows with the queue, linearly.
+	if bound := 2 * time.Second * time.Duration(max(1, n/10000)); took > bound {
+		t.Errorf("Participants of %d nodes took %v, want within %v", n, took, bound)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	start = time.Now()
+	_, err = m.Participants(short)
+	took = time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) && err != nil {
+		t.Fatalf("Participants with a 50ms context: %v", err)
+	}
+	t.Logf("Participants with a 50ms context: returned after %v: %v", took.Round(time.Millisecond), err)
+	if err != nil && took > 500*time.Millisecond {
+		t.Errorf("Participants returned %v after its context ended", took-50*time.Millisecond)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
