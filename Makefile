@@ -33,7 +33,7 @@ OUTSIDEFLAGS ?= --patched
 # A test that finds no ZooKeeper fails instead of being skipped (zktest).
 export ZKTEST_REQUIRED := 1
 
-.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults test-direct-off test-liveness contract simulate plants test-procs soak bench bench-peers lint fuzz
+.PHONY: help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults scale test-direct-off test-liveness contract simulate plants test-procs soak bench bench-peers lint fuzz
 
 demo test test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
 demo test test-outside test-short test-faults test-direct-off test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
@@ -81,6 +81,9 @@ test-short: ## run the tests that need no ZooKeeper server
 
 test-faults: zk-install ## run the fault x recipe matrix and the scale tests (docs/reliability.md)
 	$(GO) test -race -count=1 -timeout 20m -v $(TESTFLAGS) ./internal/faults/
+
+scale: zk-install ## run the scale tests at their largest sizes: 100,000 locks on one session, AcquireN up to 8,000, Participants of 100,000 nodes (docs/performance.md, "Scale")
+	SCALE_LOCKS=100000 SCALE_ACQUIREN_MAX=8000 SCALE_PARTICIPANTS=100000 $(GO) test -count=1 -timeout 30m -v -run '^TestScale(ManyLocks|AcquireN|Participants)$$' $(TESTFLAGS) ./internal/faults/
 
 test-direct-off: zk-install ## run the recipe package and the fault matrix with direct requests off (ZKRECIPES_DIRECT_REQUESTS=off: every request through go-zookeeper; without the race detector, which make test and test-faults run)
 	ZKRECIPES_DIRECT_REQUESTS=off $(GO) test -count=1 -timeout 15m $(TESTFLAGS) ./recipe/

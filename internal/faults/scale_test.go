@@ -219,10 +219,16 @@ func sumStats(cs []*recipe.Client) recipe.Stats {
 // the server once empty.
 func TestScaleManyLocks(t *testing.T) {
 	const (
-		locks     = 10000
 		workers   = 32
 		heapSlack = 2 << 20
 	)
+	locks := 10000 // SCALE_LOCKS for more (make scale: 100,000)
+	if v := os.Getenv("SCALE_LOCKS"); v != "" {
+		var err error
+		if locks, err = strconv.Atoi(v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	srv := zktest.Shared(t)
 	raw := zktest.Connect(t, srv.Addr())
 	parent := zktest.UniquePath(t)
@@ -253,7 +259,7 @@ func TestScaleManyLocks(t *testing.T) {
 			wg.Go(func() {
 				for {
 					i := next.Add(1) - 1
-					if i >= locks || failed.Load() > 0 {
+					if i >= int64(locks) || failed.Load() > 0 {
 						return
 					}
 					if err := fn(handles[i]); err != nil {
@@ -275,10 +281,10 @@ func TestScaleManyLocks(t *testing.T) {
 	held := snapshot()
 	t.Logf("%d locks held by one session after %v, nobody asking for their loss signal: heap %.0f B/lock, %.2f goroutines/lock",
 		locks, took.Round(time.Millisecond), perUnit(held.heap, before.heap, locks),
-		float64(held.goroutines-before.goroutines)/locks)
+		float64(held.goroutines-before.goroutines)/float64(locks))
 	// An idle hold nobody asks about has no goroutine of its own (the
 	// client's workers aside, at most maxIdleWorkers of them).
-	if g := float64(held.goroutines-before.goroutines) / locks; g > 0.01 {
+	if g := float64(held.goroutines-before.goroutines) / float64(locks); g > 0.01 {
 		t.Errorf("%.2f goroutines per idle hold, want none", g)
 	}
 	stats := c.Stats()
@@ -286,7 +292,7 @@ func TestScaleManyLocks(t *testing.T) {
 		m.Done() // asked: each hold watches its node
 	}
 	locktest.Eventually(t, time.Minute, "the first half watching its node", func() bool {
-		return c.Stats().Sub(stats).Reads >= locks/2
+		return c.Stats().Sub(stats).Reads >= int64(locks/2)
 	})
 	var halfDone memSnapshot
 	locktest.Eventually(t, 10*time.Second, "the reads' goroutines ended", func() bool {
@@ -300,7 +306,7 @@ func TestScaleManyLocks(t *testing.T) {
 		_ = hctx.Done() // the channel is made, as by anyone who selects on it
 	}
 	locktest.Eventually(t, time.Minute, "every hold watching its node", func() bool {
-		return c.Stats().Sub(stats).Reads >= locks
+		return c.Stats().Sub(stats).Reads >= int64(locks)
 	})
 	var watched memSnapshot
 	locktest.Eventually(t, 10*time.Second, "the reads' goroutines ended", func() bool {
@@ -308,7 +314,7 @@ func TestScaleManyLocks(t *testing.T) {
 		return watched.goroutines <= held.goroutines+idleWorkers
 	})
 	heapWatched := perUnit(watched.heap, before.heap, locks)
-	goWatched := float64(watched.goroutines-before.goroutines) / locks
+	goWatched := float64(watched.goroutines-before.goroutines) / float64(locks)
 	t.Logf("the same, half asked for their loss signal (Done), half for a context (Context): heap %.0f B/lock, %.3f goroutines/lock, %d reads",
 		heapWatched, goWatched, c.Stats().Sub(stats).Reads)
 	// What asking costs, on top of a held lock, each way.
@@ -342,7 +348,7 @@ func TestScaleManyLocks(t *testing.T) {
 	})
 	grown := int64(after.heap) - int64(before.heap)
 	t.Logf("after release: goroutines %d (baseline %d), heap %+d B (%.1f B/lock)",
-		after.goroutines, before.goroutines, grown, float64(grown)/locks)
+		after.goroutines, before.goroutines, grown, float64(grown)/float64(locks))
 	if grown > heapSlack {
 		t.Errorf("heap grew by %d B after every lock was released, want at most %d", grown, heapSlack)
 	}
