@@ -23,6 +23,8 @@
 //     expires, the node is deleted by someone else, the client is closed, or
 //     the connection has been silent long enough that the server might
 //     expire the session — before another client could be granted the lock.
+//     [Mutex.Context] gives a context cancelled at the same moment, with the
+//     reason as its cause, for the calls made as holder (no goroutine each).
 //   - Fencing: Token returns the node's czxid, strictly increasing from one
 //     holder to the next across the ensemble.
 //   - Recovery from partial failure: a create whose reply was lost is found

@@ -50,7 +50,8 @@
 //     [RWLock.Reader] report when the session expires, the node is deleted by
 //     someone else, the client is closed, or the connection has been silent
 //     long enough that the server might expire the session, before another
-//     client could be granted the lock.
+//     client could be granted the lock; each side's Context gives a context
+//     cancelled at that moment, with the reason as its cause.
 //   - Fencing: the Token of each side returns the node's czxid,
 //     strictly increasing across the ensemble; every write hold granted
 //     later has a greater token.

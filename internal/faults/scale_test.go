@@ -295,7 +295,7 @@ func TestScaleManyLocks(t *testing.T) {
 		return c.Stats().Sub(stats).Reads >= int64(locks/2)
 	})
 	var halfDone memSnapshot
-	locktest.Eventually(t, 10*time.Second, "the reads' goroutines ended", func() bool {
+	locktest.Eventually(t, 2*time.Minute, "the reads' goroutines ended", func() bool {
 		halfDone = snapshot()
 		return halfDone.goroutines <= held.goroutines+idleWorkers
 	})
@@ -309,7 +309,7 @@ func TestScaleManyLocks(t *testing.T) {
 		return c.Stats().Sub(stats).Reads >= int64(locks)
 	})
 	var watched memSnapshot
-	locktest.Eventually(t, 10*time.Second, "the reads' goroutines ended", func() bool {
+	locktest.Eventually(t, 2*time.Minute, "the reads' goroutines ended", func() bool {
 		watched = snapshot()
 		return watched.goroutines <= held.goroutines+idleWorkers
 	})
