@@ -233,7 +233,7 @@ func TestScaleManyLocks(t *testing.T) {
 	raw := zktest.Connect(t, srv.Addr())
 	parent := zktest.UniquePath(t)
 	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute*time.Duration(max(1, locks/10000)))
 	defer cancel()
 	// The runtime keeps the descriptors of ended goroutines for reuse and
 	// never frees them: create as many as the test will need at its peak
