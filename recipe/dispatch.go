@@ -108,6 +108,9 @@ func (c *Client) unwatchNode(h *Hold) {
 	w.mu.Lock()
 	if w.byPath[h.path] == h {
 		delete(w.byPath, h.path)
+		if len(w.byPath) == 0 {
+			w.byPath = nil // a map never gives back what it grew to
+		}
 	}
 	w.mu.Unlock()
 }
