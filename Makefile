@@ -36,10 +36,10 @@ export ZKTEST_REQUIRED := 1
 # Flags for the analysis (make analysis ANALYSISFLAGS='-members 5 -seeds random:3 -length 5m').
 ANALYSISFLAGS ?= -members 3 -seeds random:3 -length 45s
 
-.PHONY: analysis help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults test-liveness contract simulate plants test-procs soak bench bench-peers lint fuzz test-hostile
+.PHONY: analysis help zk-install interop-install curator-install zk-up zk-down patched-zk demo test test-outside race-workaround test-short test-faults scale test-liveness contract simulate plants test-procs soak bench bench-peers lint fuzz test-hostile
 
-analysis demo test test-short test-faults test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
-analysis demo test test-outside test-short test-faults test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
+analysis demo test test-short test-faults scale test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: export GOWORK := $(ZK_GOWORK)
+analysis demo test test-outside test-short test-faults scale test-liveness contract simulate test-procs soak bench bench-peers lint fuzz: patched-zk
 
 help: ## list the targets
 	@echo "usage: make TARGET [VAR=value ...]"
@@ -87,6 +87,9 @@ test-short: ## run the tests that need no ZooKeeper server
 
 test-faults: zk-install ## run the fault x recipe matrix and the scale tests (docs/reliability.md)
 	$(GO) test -race -count=1 -timeout 20m -v $(TESTFLAGS) ./internal/faults/
+
+scale: zk-install ## run the scale tests at their largest sizes: 100,000 locks on one session, AcquireN up to 8,000, Participants of 100,000 nodes (docs/performance.md, "Scale")
+	SCALE_LOCKS=100000 SCALE_ACQUIREN_MAX=8000 SCALE_PARTICIPANTS=100000 $(GO) test -count=1 -timeout 30m -v -run '^TestScale(ManyLocks|AcquireN|Participants)$$' $(TESTFLAGS) ./internal/faults/
 
 test-liveness: zk-install ## run the liveness grid's whole product, recipe x end x mode (make test-faults runs a pairwise subset; docs/failure-model.md, "Progress after a fault")
 	FAULTS_LIVENESS=full $(GO) test -race -count=1 -timeout 40m -v -run '^TestLiveness$$' $(TESTFLAGS) ./internal/faults/

@@ -66,6 +66,31 @@ type Driver interface {
 	Decide(sorted []string, self string) (Decision, error)
 }
 
+// Positioner is a [Driver] that can also decide from the index of our
+// node in sorted, so that an engine deciding for many nodes of one listing
+// (an acquire of several leases at once) does not look for each of them:
+// DecideAt(sorted, i) must return exactly what Decide(sorted, sorted[i])
+// returns, for every i in range, and an error wrapping [ErrNotInQueue] for
+// an i out of range. Implementing it is optional: [DecideAt] falls back to
+// Decide. The drivers of this package implement it.
+type Positioner interface {
+	Driver
+	DecideAt(sorted []string, i int) (Decision, error)
+}
+
+// DecideAt returns d's verdict for sorted[i] among sorted: with d's own
+// DecideAt if d is a [Positioner], with Decide otherwise. For i out of
+// range it returns an error wrapping [ErrNotInQueue].
+func DecideAt(d Driver, sorted []string, i int) (Decision, error) {
+	if i < 0 || i >= len(sorted) {
+		return Decision{}, fmt.Errorf("%w: index %d of %d", ErrNotInQueue, i, len(sorted))
+	}
+	if p, ok := d.(Positioner); ok {
+		return p.DecideAt(sorted, i)
+	}
+	return d.Decide(sorted, sorted[i])
+}
+
 // DriverFunc adapts an ordinary function to the [Driver] interface, like
 // [net/http.HandlerFunc]. The function must honor the Driver contract.
 type DriverFunc func(sorted []string, self string) (Decision, error)
@@ -125,6 +150,14 @@ func (l leases) Decide(sorted []string, self string) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	return l.DecideAt(sorted, i)
+}
+
+// DecideAt is Decide for sorted[i] (see [Positioner]).
+func (l leases) DecideAt(sorted []string, i int) (Decision, error) {
+	if i < 0 || i >= len(sorted) {
+		return Decision{}, fmt.Errorf("%w: index %d of %d", ErrNotInQueue, i, len(sorted))
+	}
 	if i < l.n {
 		return Decision{Held: true, Position: i}, nil
 	}
@@ -150,6 +183,14 @@ func (r read) Decide(sorted []string, self string) (Decision, error) {
 	i, err := position(sorted, self)
 	if err != nil {
 		return Decision{}, err
+	}
+	return r.DecideAt(sorted, i)
+}
+
+// DecideAt is Decide for sorted[i] (see [Positioner]).
+func (r read) DecideAt(sorted []string, i int) (Decision, error) {
+	if i < 0 || i >= len(sorted) {
+		return Decision{}, fmt.Errorf("%w: index %d of %d", ErrNotInQueue, i, len(sorted))
 	}
 	for j := i - 1; j >= 0; j-- {
 		if strings.Contains(sorted[j], r.write) {

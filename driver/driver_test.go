@@ -172,3 +172,44 @@ func TestLeasesOneIsMutex(t *testing.T) {
 		}
 	}
 }
+
+// DecideAt(sorted, i) is Decide(sorted, sorted[i]) for every driver and
+// every index, through a driver's own DecideAt and through the fallback
+// for a driver without one; an index out of range is ErrNotInQueue.
+func TestDecideAtMatchesDecide(t *testing.T) {
+	three, err := Leases(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues := [][]string{
+		{"lock-0000000001"},
+		{"read-0000000001", "read-0000000002", "write-0000000003", "read-0000000004", "write-0000000005", "read-0000000006"},
+		{"write-0000000001", "write-0000000002", "read-0000000003", "read-0000000004"},
+	}
+	for name, d := range map[string]Driver{
+		"mutex":  Mutex(),
+		"write":  Write(),
+		"leases": three,
+		"read":   Read("write-"),
+		"func": DriverFunc(func(sorted []string, self string) (Decision, error) {
+			return Mutex().Decide(sorted, self)
+		}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, q := range queues {
+				for i, self := range q {
+					want, werr := d.Decide(q, self)
+					got, gerr := DecideAt(d, q, i)
+					if fmt.Sprint(got) != fmt.Sprint(want) || (gerr == nil) != (werr == nil) {
+						t.Fatalf("DecideAt(%v, %d) = %+v, %v; Decide gives %+v, %v", q, i, got, gerr, want, werr)
+					}
+				}
+				for _, i := range []int{-1, len(q)} {
+					if _, err := DecideAt(d, q, i); !errors.Is(err, ErrNotInQueue) {
+						t.Fatalf("DecideAt at %d of %d: %v, want ErrNotInQueue", i, len(q), err)
+					}
+				}
+			}
+		})
+	}
+}

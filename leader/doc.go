@@ -40,7 +40,8 @@
 //   - At most one leader at a time, among all participants on the path, as
 //     long as sessions are live and a leader stops when told (below).
 //   - Loss is signalled: [Election.Done] is closed and [Election.Err] says
-//     why (and in Run the term's context is cancelled) when the session
+//     why (and [Election.Context], of which Run's term context is one, is
+//     cancelled with the reason as its cause) when the session
 //     expires, the node is deleted by someone else, the client is closed,
 //     or the connection has been silent long enough (by default half the
 //     session timeout) that the server might expire the session. Under

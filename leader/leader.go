@@ -381,6 +381,16 @@ func (e *Election) IsLeader() bool {
 	return h != nil && h.Err() == nil
 }
 
+// Context returns a context derived from parent that is cancelled the
+// moment the current term ends, its [context.Cause] saying why (an error
+// wrapping [ErrLost] and the reason, or recipe.ErrNotHeld once resigned);
+// without a term, a context cancelled at once with [ErrNotLeader]. It is
+// the mechanism of Run's term context, and costs no goroutine; call the
+// cancel function when done.
+func (e *Election) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	return e.view.Context(parent)
+}
+
 // Done returns a channel that is closed when the current term ends:
 // leadership lost (session expired, node deleted by someone else, client
 // closed, connection silent past the safe window) or resigned. Without a

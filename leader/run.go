@@ -144,22 +144,14 @@ func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Con
 		cancel(ErrResigned) // resigned between the campaign and now
 	}
 	e.mu.Unlock()
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		select {
-		case <-h.Done():
-			if err := h.Err(); err != nil && !errors.Is(err, recipe.ErrNotHeld) {
-				cancel(fmt.Errorf("leader %s: %w", e.Path(), err))
-			} else {
-				cancel(ErrResigned)
-			}
-		case <-tctx.Done():
-		}
-	}()
+	// The term's context ends with the hold, through the engine's
+	// contexts (no goroutine of its own): its cause is the loss, or
+	// ErrResigned when resigned first.
+	hctx, hcancel := h.Context(tctx)
+	defer hcancel()
 	start := time.Now()
 	e.log.Info("leading", "node", h.Node(), "token", h.Token())
-	fctx, span := e.c.Tracer().Start(tctx, "leader.term", trace.WithAttributes(
+	fctx, span := e.c.Tracer().Start(hctx, "leader.term", trace.WithAttributes(
 		telemetry.AttrRecipe.String("leader"), telemetry.AttrPath.String(e.Path()),
 		telemetry.AttrNode.String(h.Node()), telemetry.AttrToken.Int64(h.Token()),
 		attribute.String("zkrecipes.leader.id", e.ID())))
@@ -172,10 +164,9 @@ func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Con
 			span.SetStatus(codes.Error, errNoReturn.Error())
 		}
 		cancel(how)
-		span.SetAttributes(attribute.String("zkrecipes.leader.term_end", termEndName(context.Cause(tctx))))
+		span.SetAttributes(attribute.String("zkrecipes.leader.term_end", termEndName(context.Cause(hctx))))
 		span.End()
-		<-watched
-		end.lost = errors.Is(context.Cause(tctx), ErrLost)
+		end.lost = errors.Is(context.Cause(hctx), ErrLost)
 		// End the term even when ctx is done, so that no node outlives Run;
 		// the deletion is bounded by the session timeout (and goes on in the
 		// background while the session lives).
@@ -188,7 +179,7 @@ func (e *Election) term(ctx context.Context, h *recipe.Hold, fn func(context.Con
 			return
 		}
 		e.log.Info("term over", "node", h.Node(), "token", h.Token(), "lasted", time.Since(start),
-			"cause", context.Cause(tctx), "resign_err", end.resignErr)
+			"cause", context.Cause(hctx), "resign_err", end.resignErr)
 	}()
 	end.err = fn(fctx)
 	returned = true
@@ -203,7 +194,7 @@ func termEndName(cause error) string {
 	switch {
 	case errors.Is(cause, ErrLost):
 		return "lost"
-	case errors.Is(cause, ErrResigned):
+	case errors.Is(cause, ErrResigned), errors.Is(cause, recipe.ErrNotHeld):
 		return "resigned"
 	case errors.Is(cause, errNoReturn):
 		return "panicked"

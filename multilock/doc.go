@@ -47,7 +47,8 @@
 //     window, client closed) and Err names every member lost, each in a
 //     [*MemberError], wrapping [ErrLost] and the reason. The other members
 //     stay held until Unlock: stop acting on the set when Done closes, then
-//     call Unlock, which releases the rest.
+//     call Unlock, which releases the rest. [Set.Context] gives a context
+//     cancelled when any member is lost, its cause that member's error.
 //   - Unlock releases every member and reports every member's error, joined.
 //
 // # Non-guarantees

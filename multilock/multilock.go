@@ -86,11 +86,9 @@ type Set struct {
 
 // holding is one acquisition of every member.
 type holding struct {
-	parts []held // by index into Set.members
-	done  chan struct{}
-	once  sync.Once
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	parts   []held          // by index into Set.members
+	ctx     context.Context // ends when any member ends, or at unwatch
+	cancels []context.CancelFunc
 }
 
 // New returns a set of the given members, taken all or none by
@@ -203,7 +201,7 @@ func (s *Set) lock(ctx context.Context, wait bool) error {
 		}
 		parts[i], mctx = p, next
 	}
-	h := &holding{parts: parts, done: make(chan struct{}), stop: make(chan struct{})}
+	h := &holding{parts: parts}
 	if err := s.lost(h); err != nil {
 		// A member taken early was lost while a later one was awaited.
 		err = fmt.Errorf("%w: %w", ErrNotAcquired, err)
@@ -225,26 +223,32 @@ func withReleases(err, rel error) error {
 	return fmt.Errorf("%w (and releasing the members taken: %w)", err, rel)
 }
 
-// watch closes h.done as soon as any member's Done closes, until stopped.
+// watch makes h.ctx, which ends as soon as any member's hold does, with
+// that member's error as its cause: a chain of the members' contexts, one
+// derived from the other, so that no goroutine watches them.
 func (h *holding) watch() {
-	for _, p := range h.parts {
-		h.wg.Add(1)
-		go func(member <-chan struct{}) {
-			defer h.wg.Done()
-			select {
-			case <-member:
-				h.once.Do(func() { close(h.done) })
-			case <-h.stop:
-			}
-		}(p.done)
-	}
+	h.ctx, h.cancels = chain(context.Background(), h.parts)
 }
 
-// unwatch stops the watchers and closes h.done.
+// chain derives from parent the context of each part in turn, and returns
+// the last, which ends when parent or any part's hold ends, and the cancel
+// functions.
+func chain(parent context.Context, parts []held) (context.Context, []context.CancelFunc) {
+	ctx := parent
+	cancels := make([]context.CancelFunc, 0, len(parts))
+	for _, p := range parts {
+		var cancel context.CancelFunc
+		ctx, cancel = p.Context(ctx)
+		cancels = append(cancels, cancel)
+	}
+	return ctx, cancels
+}
+
+// unwatch ends h.ctx, and with it Done.
 func (h *holding) unwatch() {
-	close(h.stop)
-	h.wg.Wait()
-	h.once.Do(func() { close(h.done) })
+	for _, cancel := range slices.Backward(h.cancels) {
+		cancel()
+	}
 }
 
 // lost returns the errors of every member of h not in force, joined, or
@@ -347,9 +351,30 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // held it returns a closed channel.
 func (s *Set) Done() <-chan struct{} {
 	if h := s.current(); h != nil {
-		return h.done
+		return h.ctx.Done()
 	}
 	return closedChan
+}
+
+// Context returns a context derived from parent that is cancelled the
+// moment any member of the set is lost, or the set is unlocked; its
+// [context.Cause] is then the lost member's error (wrapping [ErrLost] and
+// the reason). When nothing is held, it is cancelled at once with
+// [ErrNotHeld] as its cause. It is a chain of the members' contexts and
+// costs no goroutine; call the cancel function when done.
+func (s *Set) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	h := s.current()
+	if h == nil {
+		ctx, cancel := context.WithCancelCause(parent)
+		cancel(ErrNotHeld)
+		return ctx, func() {}
+	}
+	ctx, cancels := chain(parent, h.parts)
+	return ctx, func() {
+		for _, cancel := range slices.Backward(cancels) {
+			cancel()
+		}
+	}
 }
 
 // Err returns nil while every member is held and in force; once a member

@@ -28,6 +28,8 @@
 //     granted first and the holder is told one notification later, while
 //     Commit refuses its writes and its token is the lower one
 //     (docs/failure-model.md, "Who is told first").
+//     [Mutex.Context] gives a context cancelled at the same moment, with the
+//     reason as its cause, for the calls made as holder (no goroutine each).
 //   - Fencing: Token returns the node's czxid, strictly increasing from one
 //     holder to the next across the ensemble.
 //   - Recovery from partial failure: a create whose reply was lost is found

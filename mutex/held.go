@@ -24,6 +24,17 @@ func (m *Mutex) Path() string { return m.h.Path() }
 // closes; [Mutex.Err] says why.
 func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 
+// Context returns a context derived from parent that is cancelled the
+// moment the lock the handle holds now is lost or released; its
+// [context.Cause] says why (an error wrapping recipe.ErrLost and the
+// reason, or recipe.ErrNotHeld once released). Make the calls done as
+// holder with it, so that they end when the lock does. When the handle
+// holds nothing, the context is cancelled at once, with [ErrNotHeld] as
+// its cause. It costs no goroutine; call the cancel function when done.
+func (m *Mutex) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	return m.h.Context(parent)
+}
+
 // Err returns nil while the lock is held and in force; an error wrapping
 // [ErrLost] and the reason (recipe.ErrSessionExpired,
 // recipe.ErrNodeDeleted, recipe.ErrConnectionSuspended, recipe.ErrClosed,

@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -92,6 +93,7 @@ type attempt struct {
 	trimmed bool            // queue holds only the watched window up to our node
 	watch   []string        // the nodes the driver named
 	waited  bool            // the driver named nodes to wait for
+	at      int             // 1 + our index in queue, which the group shares (verifyTogether); 0: unknown
 	watches watchSet
 }
 
@@ -167,7 +169,7 @@ func (a *attempt) decide() (turn, error) {
 		// change in it, only a fresh listing can decide.
 		return turn{next: relisting}, nil
 	}
-	dec, err := a.l.spec.Driver.Decide(a.queue, a.node)
+	dec, err := a.decision()
 	switch {
 	case errors.Is(err, driver.ErrNotInQueue):
 		// Our node vanished from the listing: look again, at the node
@@ -197,9 +199,24 @@ func (a *attempt) decide() (turn, error) {
 		a.span.SetAttributes(telemetry.AttrPosition.Int(dec.Position))
 	}
 	a.trim(dec)
+	if a.at > 0 && !a.trimmed {
+		// The queue is shared with the rest of the group, and a waiter
+		// edits its own.
+		a.queue = slices.Clone(a.queue)
+	}
+	a.at = 0
 	a.watch = a.named(dec.Watch)
 	a.waited = true
 	return turn{next: arming}, nil
+}
+
+// decision asks the driver about our node in the known queue: at the
+// index the group's shared listing gave it, or by its name.
+func (a *attempt) decision() (driver.Decision, error) {
+	if i := a.at - 1; i >= 0 && i < len(a.queue) && a.queue[i] == a.node {
+		return driver.DecideAt(a.l.spec.Driver, a.queue, i)
+	}
+	return a.l.spec.Driver.Decide(a.queue, a.node)
 }
 
 // ownGone reports, without blocking, whether an event arrived for our
@@ -319,7 +336,8 @@ func (g group) run(ctx context.Context) error {
 // again: group.run enqueues all of them again, together.
 var errRegroup = errors.New("recipe: the group's nodes must be enqueued again")
 
-// enqueue creates the group's nodes in one transaction.
+// enqueue creates the group's nodes in one transaction, and verifies them
+// together from one listing where it can (verifyTogether).
 func (g group) enqueue(ctx context.Context) error {
 	l := g[0].l
 	var t turn
@@ -332,6 +350,9 @@ func (g group) enqueue(ctx context.Context) error {
 	}
 	for _, a := range g {
 		a.phase = t.next
+	}
+	if t.next == verifying {
+		g.verifyTogether(ctx)
 	}
 	return nil
 }

@@ -48,6 +48,7 @@ type Client struct {
 	createWrites  createWrites // creates written to the wire, for reads sent behind them
 	stats         stats
 	workers       workers         // run go-zookeeper's requests (workers.go)
+	watches       nodeWatches     // the dispatch of node events to watching holds (dispatch.go)
 	lifetime      context.Context // cancelled by Close
 	cancelLife    context.CancelFunc
 	closeOnce     sync.Once

@@ -18,6 +18,7 @@
 // [LockSpec] naming both; [Lock.Acquire] waits, [Lock.TryAcquire] looks
 // once, [Lock.AcquireN] takes n consecutive places, and each returns a
 // [Hold]: [Hold.Release], [Hold.Done] and [Hold.Err] (the loss signal),
+// [Hold.Context] (a context that ends on loss, for the calls made as holder),
 // [Hold.Token] (the fencing token), [Hold.Node]. The rules a driver must
 // keep are on [github.com/zkrecipes/zkrecipes/driver.Driver];
 // examples/custom-recipe builds one outside this module, and

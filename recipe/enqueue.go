@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"go.opentelemetry.io/otel/trace"
@@ -117,14 +116,20 @@ func recoverLost(ctx context.Context, as []*attempt) (found bool, err error) {
 	default:
 		return false, opError("list", l.dir, err)
 	}
-	n := 0
+	// One pass over the listing, whatever the number of nodes: every
+	// prefix has the same length.
+	byPrefix := make(map[string]*attempt, len(as))
 	for _, a := range as {
-		for _, name := range names {
-			if strings.HasPrefix(name, a.prefix) {
-				a.node, a.created = name, foundAgain
-				n++
-				break
-			}
+		byPrefix[a.prefix] = a
+	}
+	n := 0
+	for _, name := range names {
+		if len(name) < len(as[0].prefix) {
+			continue
+		}
+		if a := byPrefix[name[:len(as[0].prefix)]]; a != nil && a.created != foundAgain {
+			a.node, a.created = name, foundAgain
+			n++
 		}
 	}
 	switch n {

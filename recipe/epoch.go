@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -24,6 +25,13 @@ type epoch struct {
 	err     error           // why it ended; set before done is closed
 	susp    *suspension     // in progress, or the next one; under Client.mu
 	nsusp   int             // suspensions begun; under Client.mu
+
+	// The holds with no monitor of their own, told of the epoch's end by
+	// one function of the epoch's rather than each by a context of its
+	// own: a list through the holds themselves.
+	holdsMu   sync.Mutex
+	holds     *Hold
+	holdsOver bool // the epoch ended and its holds were told
 }
 
 // suspension is one silence of a tolerant client's session past the loss
@@ -41,7 +49,62 @@ func newSuspension() *suspension {
 
 func (c *Client) newEpoch(session int64) *epoch {
 	ctx, cancel := context.WithCancel(c.lifetime)
-	return &epoch{session: session, ctx: ctx, end: cancel, done: ctx.Done(), susp: newSuspension()}
+	e := &epoch{session: session, ctx: ctx, end: cancel, done: ctx.Done(), susp: newSuspension()}
+	context.AfterFunc(ctx, e.loseHolds)
+	return e
+}
+
+// track has h told when e ends (at once, if it has).
+func (e *epoch) track(h *Hold) {
+	e.holdsMu.Lock()
+	if e.holdsOver {
+		e.holdsMu.Unlock()
+		h.loseIfEpochEnded()
+		return
+	}
+	h.tracked = true
+	h.next = e.holds
+	if e.holds != nil {
+		e.holds.prev = h
+	}
+	e.holds = h
+	e.holdsMu.Unlock()
+}
+
+// untrack forgets h, if tracked.
+func (e *epoch) untrack(h *Hold) {
+	e.holdsMu.Lock()
+	defer e.holdsMu.Unlock()
+	if !h.tracked {
+		return
+	}
+	if h.prev != nil {
+		h.prev.next = h.next
+	} else {
+		e.holds = h.next
+	}
+	if h.next != nil {
+		h.next.prev = h.prev
+	}
+	h.prev, h.next, h.tracked = nil, nil, false
+}
+
+// loseHolds tells every tracked hold that e ended.
+func (e *epoch) loseHolds() {
+	e.holdsMu.Lock()
+	e.holdsOver = true
+	var holds []*Hold
+	for h := e.holds; h != nil; {
+		next := h.next
+		h.prev, h.next, h.tracked = nil, nil, false
+		holds = append(holds, h)
+		h = next
+	}
+	e.holds = nil
+	e.holdsMu.Unlock()
+	for _, h := range holds {
+		h.loseIfEpochEnded()
+	}
 }
 
 func (e *epoch) ended() bool { return e.ctx.Err() != nil }

@@ -184,6 +184,11 @@ func (f *fakeZK) stat(n *fakeNode) *zk.Stat {
 }
 
 func (f *fakeZK) fireLocked(path string, t zk.EventType, err error) {
+	if len(f.watches[path]) > 0 && f.c != nil {
+		// As go-zookeeper does: the event callback first, then the
+		// channels.
+		f.c.watches.route(zk.Event{Type: t, Path: path, Err: err})
+	}
 	for _, ch := range f.watches[path] {
 		ch <- zk.Event{Type: t, Path: path, Err: err}
 	}

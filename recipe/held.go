@@ -9,6 +9,11 @@ import (
 type Held interface {
 	// Done is closed when the hold ends: lost or released.
 	Done() <-chan struct{}
+	// Context returns a context derived from parent that is cancelled
+	// when the hold ends, its [context.Cause] saying why (an error
+	// wrapping [ErrLost] and the reason, or the not-held sentinel once
+	// released). See [Hold.Context].
+	Context(parent context.Context) (context.Context, context.CancelFunc)
 	// Err is nil while the hold is in force; it wraps [ErrLost] and the
 	// reason once it was lost, [ErrNotHeld] once it was released.
 	Err() error

@@ -28,36 +28,41 @@ type Hold struct {
 	ep      *epoch
 	prefix  string // protected prefix of the node
 	sweep   bool   // a duplicate of the node may appear: sweep the prefix when done
+	tracked bool   // in ep's list of holds told of its end (under ep.holdsMu)
+
+	// Under mu (packed here, with sweep and tracked).
+	released bool
+	mon      monitorState
+	arming   bool // a read to (re)arm the own-node watch is under way (monitorWatching)
+	armAgain bool // and another is wanted after it
+	inSusp   bool // a suspension is in progress ([WithSuspensionTolerance])
 
 	// ctx ends the monitor: it is cancelled by Release, or the epoch ends.
 	// It is made when the monitor starts, under mu; a hold with no
 	// monitor has none.
-	ctx      context.Context
-	cancel   context.CancelFunc
-	start    time.Time   // when the hold began
-	stopLazy func() bool // ends the wait for the epoch's end of a hold with no monitor
+	ctx    context.Context
+	cancel context.CancelFunc
+	start  time.Time // when the hold began
+	prev   *Hold     // neighbours in that list
+	next   *Hold
 	// watchNow, for a hold monitored from the start, is closed when the
 	// own-node watch is wanted: its loss signal was asked for, or it is
 	// revocable or has a maximum hold time. Until then, or until a
 	// suspension begins, its monitor sends no read.
-	watchNow  chan struct{}
-	watchOnce sync.Once
-	revoked   chan struct{} // closed when a holder of a revocable lock is asked to let go
-	revOnce   sync.Once
+	watchNow chan struct{} // closed under mu
+	revoked  chan struct{} // closed (under mu) when a holder of a revocable lock is asked to let go
 
-	mu       sync.Mutex
-	done     chan struct{}
-	err      error
-	released bool
-	mon      monitorState
-	ownW     <-chan zk.Event // the acquire's watch on our node, for the monitor
-	exited   chan struct{}   // closed when the monitor, once started, ends
+	mu     sync.Mutex
+	done   chan struct{}
+	err    error
+	ownW   <-chan zk.Event // the acquire's watch on our node, for the monitor
+	exited chan struct{}   // closed when the monitor, once started, ends
+	ctxs   []*holdContext  // contexts handed out by Context, cancelled when the hold ends
 
 	// Suspension ([WithSuspensionTolerance]), under mu.
 	suspended chan struct{} // closed while a suspension is in progress
 	resumed   chan struct{} // closed while none is
-	inSusp    bool
-	cleared   int // suspensions of the epoch the hold came through, or that began before it
+	cleared   int           // suspensions of the epoch the hold came through, or that began before it
 }
 
 // newHold starts watching an acquired node. ownW is the watch already set
@@ -74,13 +79,17 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		ep:      ep,
 		done:    make(chan struct{}),
 		start:   time.Now(),
-		revoked: make(chan struct{}),
+		revoked: neverClosed,
 		ownW:    ownW,
 
-		suspended: make(chan struct{}),
+		suspended: neverClosed,
 		resumed:   closedChan,
 	}
+	if l.spec.Revocable {
+		h.revoked = make(chan struct{})
+	}
 	if l.c.cfg.tolerateSuspension {
+		h.suspended = make(chan struct{})
 		s, n := l.c.suspension(ep)
 		h.cleared = n
 		if s.began {
@@ -97,7 +106,7 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		}
 		h.startMonitor()
 	} else {
-		h.stopLazy = context.AfterFunc(ep.ctx, h.loseIfEpochEnded)
+		ep.track(h)
 	}
 	return h
 }
@@ -108,12 +117,24 @@ type monitorState uint8
 const (
 	// monitorIdle: nobody has asked for the loss signal. The hold has no
 	// goroutine and no watch of its own; the end of its epoch is recorded
-	// through the context (stopLazy). Most holds are released in this
+	// through the epoch's list of holds (epoch.track). Most holds are released in this
 	// state, so a lock cycle costs no goroutine and no read.
 	monitorIdle monitorState = iota
+	// monitorRunning: a monitor goroutine watches the hold (a revocable
+	// hold, one with a maximum hold time, or any hold of a client that
+	// tolerates suspensions).
 	monitorRunning
 	monitorNever // released before anyone asked
+	// monitorWatching: the loss signal was asked for; the hold watches its
+	// node through the client's dispatch of node events (dispatch.go),
+	// with no goroutine of its own, and its epoch through the epoch's list.
+	monitorWatching
 )
+
+// neverClosed is the channel of what never happens to a hold: a
+// revocation of a lock that is not revocable, a suspension of a client
+// that does not tolerate them.
+var neverClosed = make(chan struct{})
 
 // startMonitor starts the monitor (once): it watches our node and the
 // epoch until the hold ends, and records the loss. It starts when the loss
@@ -126,9 +147,7 @@ func (h *Hold) startMonitor() {
 		return
 	}
 	h.mon = monitorRunning
-	if h.stopLazy != nil {
-		h.stopLazy() // the monitor watches the epoch from now on
-	}
+	h.ep.untrack(h) // the monitor watches the epoch from now on
 	h.ctx, h.cancel = context.WithCancel(h.ep.ctx)
 	h.exited = make(chan struct{})
 	ownW := h.ownW
@@ -238,7 +257,7 @@ func (h *Hold) Resumed() <-chan struct{} {
 func (h *Hold) suspend() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.inSusp || h.err != nil {
+	if h.inSusp || h.err != nil || h.suspended == neverClosed {
 		return
 	}
 	h.inSusp = true
@@ -360,10 +379,13 @@ func (h *Hold) Release(ctx context.Context) error {
 	if h.mon == monitorIdle {
 		h.mon = monitorNever
 	}
-	h.mu.Unlock()
-	if h.stopLazy != nil {
-		h.stopLazy()
+	if lost == nil {
+		// Whoever works under the hold's contexts stops before the node
+		// goes.
+		h.cancelContextsLocked(ErrNotHeld)
 	}
+	h.mu.Unlock()
+	h.ep.untrack(h)
 	// The monitor stops while the delete is under way (it reports no loss
 	// once released is set): waiting for it first would put a goroutine
 	// switch before the hand-off to the next in line.
@@ -453,6 +475,14 @@ func (h *Hold) finish(err error) {
 func (h *Hold) endLocked(err error) {
 	h.err = err
 	defer close(h.done) // after the metrics: whoever Done wakes sees them
+	defer h.cancelContextsLocked(err)
+	h.ep.untrack(h)
+	if h.mon == monitorWatching {
+		h.l.c.unwatchNode(h)
+		if h.cancel != nil {
+			h.cancel() // a read arming the watch
+		}
+	}
 	ctx := context.Background()
 	h.l.c.ins.holders.Add(ctx, -1, h.l.attrs)
 	end := "lost"

@@ -30,10 +30,102 @@ func (h *Hold) checkSilence() {
 // wantWatch has the monitor watch our node now, if it does not yet: it
 // starts a hold's monitor, or tells the one monitoring it from the start.
 func (h *Hold) wantWatch() {
-	if h.watchNow != nil {
-		h.watchOnce.Do(func() { close(h.watchNow) })
+	if h.watchNow == nil {
+		h.watchOwn()
+		return
 	}
+	h.mu.Lock()
+	if !isClosed(h.watchNow) {
+		close(h.watchNow)
+	}
+	h.mu.Unlock()
 	h.startMonitor()
+}
+
+// watchOwn has a hold nobody asked about yet watch its node (once),
+// without a goroutine of its own: it registers with the client's dispatch
+// of node events and takes over the watch its acquire set, or, when the
+// acquire set none, reads the node once to set it.
+func (h *Hold) watchOwn() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mon != monitorIdle {
+		return
+	}
+	h.mon = monitorWatching
+	ownW := h.ownW
+	h.ownW = nil
+	switch {
+	case !h.l.c.watchNode(h, ownW):
+		if h.err == nil && !h.released {
+			h.endLocked(lostError(ErrClosed))
+		}
+	case ownW == nil:
+		h.armLocked()
+	}
+}
+
+// armLocked has the node read again, setting the watch on it, unless a
+// read is under way (then one more follows it). h.mu is held.
+func (h *Hold) armLocked() {
+	if h.err != nil || h.released {
+		return
+	}
+	if h.arming {
+		h.armAgain = true
+		return
+	}
+	h.arming = true
+	ctx, cancel := context.WithCancel(h.ep.ctx)
+	h.cancel = cancel
+	if !h.l.c.goroutine(func() { h.arm(ctx, cancel) }) {
+		cancel()
+		h.arming, h.cancel = false, nil
+		h.endLocked(lostError(ErrClosed))
+	}
+}
+
+// arm reads the node, setting the watch on it, as often as armLocked asked
+// for it, and records what the last read found: the node gone or owned by
+// another session, or, when ctx ended first, the end of the epoch.
+func (h *Hold) arm(ctx context.Context, cancel context.CancelFunc) {
+	defer cancel()
+	for {
+		_, err := h.rearm(ctx) // the watch's events reach nodeEvent
+		h.mu.Lock()
+		again := h.armAgain && err == nil && ctx.Err() == nil
+		h.armAgain = false
+		if !again {
+			h.arming = false
+			h.cancel = nil
+		}
+		h.mu.Unlock()
+		switch {
+		case again:
+			continue
+		case err != nil:
+			h.lose(err)
+		case ctx.Err() != nil:
+			h.loseIfEpochEnded()
+		}
+		return
+	}
+}
+
+// nodeEvent applies an event on the hold's node, from the client's
+// dispatch: a deletion or the end of the watches is the loss; a change of
+// its data consumed the watch, which is set again.
+func (h *Hold) nodeEvent(ev zk.Event) {
+	if ev.Type == zk.EventNodeCreated {
+		return // not ours to hear: our node exists until it is deleted
+	}
+	if loss := h.ownNodeEvent(ev); loss != nil {
+		h.lose(loss)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.armLocked()
 }
 
 // awaitWatchWanted waits, for a hold monitored from the start, until the
@@ -293,7 +385,11 @@ func (h *Hold) rearm(ctx context.Context) (<-chan zk.Event, error) {
 			return nil, ErrNodeDeleted
 		case err == nil:
 			if h.l.spec.Revocable && string(data) == revokeMarker {
-				h.revOnce.Do(func() { close(h.revoked) })
+				h.mu.Lock()
+				if !isClosed(h.revoked) {
+					close(h.revoked)
+				}
+				h.mu.Unlock()
 			}
 			return ch, nil
 		case errors.Is(err, zk.ErrNoNode):

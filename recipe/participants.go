@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -69,15 +70,36 @@ func (l *Lock) Participants(ctx context.Context) ([]Participant, error) {
 	if err != nil {
 		return nil, err
 	}
-	names = make([]string, len(res))
+	if err := l.judgeHolders(ctx, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// judgeHolders sets Holder on each of res, the queue in order: each node
+// is judged at its index, by the driver of its kind, so the whole queue
+// costs time linear in its length.
+func (l *Lock) judgeHolders(ctx context.Context, res []Participant) error {
+	names := make([]string, len(res))
 	for i, p := range res {
 		names[i] = p.Node
 	}
+	deciders := map[string]driver.Driver{}
 	for i := range res {
-		dec, err := l.deciderOf(res[i].LockName).Decide(names, res[i].Node)
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		d, ok := deciders[res[i].LockName]
+		if !ok {
+			d = l.deciderOf(res[i].LockName)
+			deciders[res[i].LockName] = d
+		}
+		dec, err := driver.DecideAt(d, names, i)
 		res[i].Holder = err == nil && dec.Held
 	}
-	return res, nil
+	return nil
 }
 
 // deciderOf returns the driver that judges the nodes named lockName: the
@@ -95,24 +117,38 @@ func (l *Lock) deciderOf(lockName string) driver.Driver {
 	return l.spec.Driver
 }
 
-// readParticipants reads the nodes of sorted, 16 at a time, and returns
-// those still there, in order.
+// participantReaders is how many reads of participants are in flight at
+// once.
+const participantReaders = 64
+
+// readParticipants reads the nodes of sorted, participantReaders at a
+// time, and returns those still there, in order. It stops at the first
+// error, or when ctx ends, and returns it.
 func (l *Lock) readParticipants(ctx context.Context, sorted []string) ([]Participant, error) {
 	out := make([]Participant, len(sorted))
 	ok := make([]bool, len(sorted))
-	errs := make([]error, len(sorted))
-	sem := make(chan struct{}, 16)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i, n := range sorted {
-		sem <- struct{}{}
+	for range min(participantReaders, len(sorted)) {
 		wg.Go(func() {
-			defer func() { <-sem }()
-			out[i], ok[i], errs[i] = l.readParticipant(ctx, n)
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= len(sorted) {
+					return
+				}
+				var err error
+				if out[i], ok[i], err = l.readParticipant(ctx, sorted[i]); err != nil {
+					cancel(err)
+					return
+				}
+			}
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
 	}
 	res := out[:0]
 	for i := range out {

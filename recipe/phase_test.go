@@ -277,7 +277,7 @@ var phaseCases = []phaseCase{
 	{
 		name:     "AcquireN: one transaction",
 		n:        2,
-		requests: "children=2 getW=2 multi=1",
+		requests: "children=1 get=1 multi=1", // one listing and one read verify every node
 	},
 	{
 		name: "AcquireN: transaction applied, reply lost: all found again",
@@ -295,7 +295,7 @@ var phaseCases = []phaseCase{
 				r.fail = zk.ErrConnectionClosed
 			}
 		},
-		requests: "children=3 getW=2 multi=2",
+		requests: "children=2 get=1 multi=2",
 	},
 	{
 		name: "AcquireN behind a holder: the last node waits for it",
@@ -306,7 +306,7 @@ var phaseCases = []phaseCase{
 				r.after = func() { e.f.remove(phasePred) }
 			}
 		},
-		requests: "children=2 getW=4 multi=1", // our nodes, then the holder and our first
+		requests: "children=1 get=1 getW=3 multi=1", // our nodes together, then the holder and our first
 	},
 	{
 		name:    "AcquireN: ctx ends while waiting: every node cleaned up",

@@ -236,7 +236,7 @@ func (a *attempt) setQueue(names []string) error {
 		out = append(out, n)
 	}
 	a.queue = driver.Sort(out, q...)
-	a.stale, a.trimmed = false, false
+	a.stale, a.trimmed, a.at = false, false, 0
 	return nil
 }
 

@@ -74,10 +74,12 @@ func (z *liveZK) createWritten(path string) (<-chan struct{}, func()) {
 func (z *liveZK) now() time.Duration { return time.Since(z.start) }
 
 // onEvent is go-zookeeper's event callback: it reports session state
-// changes, with the session id of the last connect response, to the client.
-// It runs on go-zookeeper's goroutines and must never block.
+// changes, with the session id of the last connect response, to the
+// client, and hands node events to the client's dispatch (dispatch.go). It
+// runs on go-zookeeper's goroutines and must never block.
 func (z *liveZK) onEvent(ev zk.Event) {
 	if ev.Type != zk.EventSession {
+		z.c.watches.route(ev)
 		return
 	}
 	z.c.sessionEvent(ev.State, z.c.wireSession.Load(), ev.Server)

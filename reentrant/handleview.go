@@ -10,6 +10,12 @@ import (
 // or released, and closed when the handle holds nothing.
 func (h *Handle) Done() <-chan struct{} { return h.view.Done() }
 
+// Context is [View.Context] of the handle's current hold: a context
+// derived from parent, cancelled when that hold is lost or released.
+func (h *Handle) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	return h.view.Context(parent)
+}
+
 // Err is [View.Err] of the handle's current hold: nil while it is in
 // force, the loss once lost, the recipe's not-held sentinel without one.
 func (h *Handle) Err() error { return h.view.Err() }

@@ -44,6 +44,20 @@ func (v View) Done() <-chan struct{} {
 	return closedChan
 }
 
+// Context returns a context derived from parent that is cancelled the
+// moment the current hold is lost or released, with the hold's error as
+// its [context.Cause] (see [recipe.Hold.Context]); when nothing is held, a
+// context cancelled at once with the recipe's not-held sentinel as its
+// cause.
+func (v View) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	if h := v.current(); h != nil {
+		return h.Context(parent)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	cancel(v.notHeld)
+	return ctx, func() {}
+}
+
 // Err returns nil while the hold is in force; an error wrapping
 // [recipe.ErrLost] and the reason once it was lost; the recipe's not-held
 // sentinel when nothing is held.

@@ -54,6 +54,8 @@
 //     (the server ends the session, someone deletes the node) one
 //     notification after, fenced by Commit and the token
 //     (docs/failure-model.md, "Who is told first").
+//     Each side's Context gives a context cancelled at that moment, with
+//     the reason as its cause.
 //   - Fencing: the Token of each side returns the node's czxid,
 //     strictly increasing across the ensemble; every write hold granted
 //     later has a greater token.

@@ -16,6 +16,15 @@ import (
 // the side holds nothing. [Side.Err] says why.
 func (s *Side) Done() <-chan struct{} { return s.view.Done() }
 
+// Context returns a context derived from parent that is cancelled the
+// moment the side's lock is lost or released, its [context.Cause] saying
+// why (see recipe.Hold.Context); cancelled at once, with [ErrNotHeld], when
+// the side holds nothing. It costs no goroutine; call the cancel function
+// when done.
+func (s *Side) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	return s.view.Context(parent)
+}
+
 // Err returns nil while the side's lock is held and in force; an error
 // wrapping [ErrLost] and the reason once it was lost; [ErrNotHeld] when
 // the side holds nothing.

@@ -59,7 +59,8 @@
 //     session expires, the node is deleted by someone else, the client is
 //     closed, or the connection has been silent long enough that the server
 //     might expire the session, before the lease could be granted to
-//     someone else.
+//     someone else; [Lease.Context] gives a context cancelled at that
+//     moment, with the reason as its cause.
 //   - Fencing: Lease.Token returns the node's czxid, unique across the
 //     ensemble and increasing in the order leases are granted. With one
 //     lease it fences exactly like a mutex's token; with several, holders

@@ -274,6 +274,14 @@ func (l *Lease) Release(ctx context.Context) error {
 // past the safe window, client closed) or released.
 func (l *Lease) Done() <-chan struct{} { return l.h.Done() }
 
+// Context returns a context derived from parent that is cancelled the
+// moment the lease is lost or released, its [context.Cause] saying why
+// (see recipe.Hold.Context). It costs no goroutine; call the cancel
+// function when done.
+func (l *Lease) Context(parent context.Context) (context.Context, context.CancelFunc) {
+	return l.h.Context(parent)
+}
+
 // Err returns nil while the lease is held and in force. Once Done is
 // closed it returns an error wrapping [ErrLost] and the reason if the lease
 // was lost, [ErrNotHeld] after a successful Release, or the error of a

@@ -579,8 +579,8 @@ func TestRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if d.Creates != 1 || d.RoundTrips() != 1+3*3 {
-		t.Fatalf("uncontended AcquireN(3): %+v, want 1 transaction and 3 x 3 reads", d)
+	if d.Creates != 1 || d.Lists != 1 || d.Reads != 2 || d.RoundTrips() != 4 {
+		t.Fatalf("uncontended AcquireN(3): %+v, want 1 transaction, 1 listing and 2 reads (a node, the directory's data) for all 3", d)
 	}
 	measure("TryAcquire, all leases taken", func() {
 		if _, err := s.TryAcquire(locktest.Ctx(t, 10*time.Second)); !errors.Is(err, semaphore.ErrNoLease) {
