@@ -88,6 +88,7 @@ type attempt struct {
 	// What we know of the queue and what we watch.
 	ep      *epoch          // epoch in which our node was verified
 	ownW    <-chan zk.Event // watch on our own node
+	rewatch <-chan struct{} // closed when go-zookeeper's watches were set again after our last listing (Client.rewatched)
 	queue   []string        // the queue as last known, sorted
 	stale   bool            // the queue changed since it was listed
 	trimmed bool            // queue holds only the watched window up to our node
@@ -145,6 +146,12 @@ func (a *attempt) run(ctx context.Context) error {
 
 // step runs the current phase once.
 func (a *attempt) step(ctx context.Context) (turn, error) {
+	switch a.phase {
+	case enqueuing, verifying, relisting:
+		// What this listing shows covers the watches it leads to, until
+		// go-zookeeper sets them again on a new connection.
+		a.rewatch = a.l.c.rewatchChange()
+	}
 	switch a.phase {
 	case enqueuing:
 		return enqueue(ctx, []*attempt{a})
@@ -340,6 +347,7 @@ var errRegroup = errors.New("recipe: the group's nodes must be enqueued again")
 // together from one listing where it can (verifyTogether).
 func (g group) enqueue(ctx context.Context) error {
 	l := g[0].l
+	rw := l.c.rewatchChange()
 	var t turn
 	err := l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
 		t, err = enqueue(ctx, g)
@@ -350,6 +358,7 @@ func (g group) enqueue(ctx context.Context) error {
 	}
 	for _, a := range g {
 		a.phase = t.next
+		a.rewatch = rw
 	}
 	if t.next == verifying {
 		g.verifyTogether(ctx)

@@ -59,6 +59,7 @@ type Client struct {
 	closed    bool
 	cur       *epoch
 	trust     chan struct{} // closed and replaced whenever a session is trusted anew (trustedLocked)
+	rewatch   chan struct{} // closed and replaced whenever the server answered go-zookeeper's watches set again (rewatched)
 	isConn    bool
 	wg        sync.WaitGroup // every goroutine the client starts
 	lastState zk.State

@@ -41,7 +41,7 @@ func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
 		c.dials.Add(1)
 		t := &trackedConn{Conn: conn, c: c,
 			tap: wireTap{out: &c.zxids, written: &c.createWrites, zxids: &c.sessionZxid,
-				proof: c.heardAt, now: c.monotonic, limit: c.cfg.maxFrame},
+				proof: c.heardAt, now: c.monotonic, limit: c.cfg.maxFrame, rewatched: c.rewatched},
 			handshakeBy: time.Now().Add(handshakeTimeout(c.SessionTimeout()))}
 		t.tap.connect = t.connectResponse
 		t.Conn.SetReadDeadline(t.handshakeBy)

@@ -256,6 +256,35 @@ func (c *Client) trustedLocked() {
 	c.trust = make(chan struct{})
 }
 
+// rewatched is told by the wire tap that the server answered the watches
+// go-zookeeper set again on a new connection (setWatches). go-zookeeper
+// v1.0.4 may send them with a last zxid past a change it has not seen (a
+// reply to a request queued during the outage can be read before it
+// builds them), and the server then never fires those watches for that
+// change: every wait that set a watch before rewatchChange gave it looks
+// again (a listing after this answer sees every change the watches
+// skipped, and the watches fire for every later one).
+func (c *Client) rewatched() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rewatch != nil {
+		close(c.rewatch)
+	}
+	c.rewatch = make(chan struct{})
+}
+
+// rewatchChange returns a channel closed the next time the server answers
+// go-zookeeper's watches set again (see rewatched). Take it before the
+// request that sets (or relies on) a watch.
+func (c *Client) rewatchChange() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.rewatch == nil {
+		c.rewatch = make(chan struct{})
+	}
+	return c.rewatch
+}
+
 // trustChange returns a channel closed the next time a session is trusted
 // anew.
 func (c *Client) trustChange() <-chan struct{} {

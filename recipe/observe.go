@@ -184,6 +184,7 @@ func (l *Lock) observe(ctx context.Context, out chan<- Participant) error {
 	pace := l.c.Backoff()
 	var reread string // the head whose data changed: read it again, no listing
 	for ctx.Err() == nil {
+		rewatch := l.c.rewatchChange() // see Client.rewatched
 		h, err := l.look(ctx, reread)
 		reread = ""
 		if err != nil {
@@ -213,6 +214,8 @@ func (l *Lock) observe(ctx context.Context, out chan<- Participant) error {
 			if ev.Type == zk.EventNodeDataChanged && h.p.Node != "" {
 				reread = h.p.Node
 			}
+		case <-rewatch:
+			// The watch may have skipped a change: list again.
 		case <-ctx.Done():
 			return nil
 		}

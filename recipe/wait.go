@@ -156,6 +156,8 @@ func (a *attempt) awaitOne(ctx context.Context) ([]watchEvent, phase, error) {
 		return nil, waiting, ctx.Err()
 	case <-a.ep.done:
 		return nil, verifying, nil
+	case <-a.rewatch:
+		return nil, verifying, nil
 	case ev := <-a.ownW:
 		return nil, a.ownEventWaiting(ev), nil
 	case ev := <-a.watches.get(n):
@@ -186,6 +188,8 @@ func (a *attempt) awaitMany(ctx context.Context) (woken []watchEvent, next phase
 	select {
 	case <-ctx.Done():
 	case <-a.ep.done:
+		next = verifying
+	case <-a.rewatch:
 		next = verifying
 	case ev := <-a.ownW:
 		next = a.ownEventWaiting(ev)

@@ -177,6 +177,9 @@ type wireTap struct {
 
 	// connect, if set, is told of a valid connect response.
 	connect func(grant)
+	// rewatched, if set, is told when the server answered a setWatches
+	// request (go-zookeeper's watches, set again on a new connection).
+	rewatched func()
 
 	// limit is the largest frame accepted, after its length.
 	limit int
@@ -368,6 +371,9 @@ func (w *wireTap) reply(b []byte) error {
 	}
 	if isCreate(req.op) && h.Err == 0 {
 		w.noteCreate(body, h.Zxid)
+	}
+	if req.op == jute.OpSetWatches && w.rewatched != nil {
+		w.rewatched()
 	}
 	return nil
 }
