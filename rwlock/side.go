@@ -97,32 +97,73 @@ func (s *Side) Enter(ctx context.Context, wait bool) (context.Context, error) {
 func (s *Side) step(ctx context.Context, wait bool) (held context.Context, busy <-chan struct{}, err error) {
 	rw := s.rw
 	rw.mu.Lock()
-	carriesW := rw.wn > 0 && reentrant.Carried(ctx, &rw.writer) == rw.wgen
-	carriesR := rw.rn > 0 && reentrant.Carried(ctx, &rw.reader) == rw.rgen
-	switch {
-	case s.mode == Write && carriesW, s.mode == Read && carriesR:
+	switch s.relation(ctx) {
+	case reenter:
 		defer rw.mu.Unlock()
 		return s.recount(ctx)
-	case s.mode == Write && carriesR:
+	case upgrade:
 		rw.mu.Unlock()
 		return nil, nil, fmt.Errorf("%w: %w: %s", ErrNotAcquired, ErrUpgrade, rw.Path())
-	case s.mode == Read && carriesW && rw.rn > 0, s.mode == Read && rw.wn == 0 && rw.rn > 0:
-		// Readers share the handle's read hold (a lost one fails them, as
-		// it fails a re-entry).
-		defer rw.mu.Unlock()
-		return s.recount(ctx)
-	case s.mode == Read && carriesW:
+	case downgrade:
 		w := rw.w
 		rw.mu.Unlock()
 		if err := rw.downgrade(ctx, w); err != nil {
 			return nil, nil, err
 		}
 		return s.carry(ctx), nil, nil
-	case rw.wn > 0 || (s.mode == Write && rw.rn > 0):
+	case busyHandle:
 		defer rw.mu.Unlock()
 		return nil, rw.changed, nil
 	}
 	rw.mu.Unlock()
+	return s.acquire(ctx, wait)
+}
+
+// relation is what an Enter of the side with ctx is to the handle's holds.
+type relation int
+
+const (
+	acquire    relation = iota // the handle holds nothing that excludes it: take the lock
+	reenter                    // ctx carries the side's hold, or a reader shares the handle's read hold
+	upgrade                    // a write Enter with a read hold's context: refused
+	downgrade                  // a read Enter with the write hold's context
+	busyHandle                 // the handle holds what excludes it: wait for its release
+)
+
+// relation says what ctx and the handle's holds make of an Enter of the
+// side. rw.mu must be held.
+func (s *Side) relation(ctx context.Context) relation {
+	rw := s.rw
+	carriesW := rw.wn > 0 && reentrant.Carried(ctx, &rw.writer) == rw.wgen
+	carriesR := rw.rn > 0 && reentrant.Carried(ctx, &rw.reader) == rw.rgen
+	if s.mode == Write {
+		switch {
+		case carriesW:
+			return reenter
+		case carriesR:
+			return upgrade
+		case rw.wn > 0 || rw.rn > 0:
+			return busyHandle
+		}
+		return acquire
+	}
+	switch {
+	case carriesR, rw.rn > 0 && (carriesW || rw.wn == 0):
+		// Readers share the handle's read hold (a lost one fails them,
+		// as it fails a re-entry).
+		return reenter
+	case carriesW:
+		return downgrade
+	case rw.wn > 0:
+		return busyHandle
+	}
+	return acquire
+}
+
+// acquire takes the side's lock for the handle, which holds nothing that
+// excludes it, and returns ctx carrying the new hold.
+func (s *Side) acquire(ctx context.Context, wait bool) (context.Context, <-chan struct{}, error) {
+	rw := s.rw
 	lk := rw.write
 	if s.mode == Read {
 		lk = rw.read
