@@ -20,39 +20,13 @@ import (
 // epoch trusted now, each listed exactly once. Otherwise, or on any error,
 // it leaves the attempts verifying, each on its own, as before.
 func (g group) verifyTogether(ctx context.Context) {
-	l, c := g[0].l, g[0].l.c
+	c := g[0].l.c
 	ep := c.currentEpoch()
-	if ep == nil {
+	if ep == nil || !g.createdIn(ep) {
 		return
 	}
-	for _, a := range g {
-		if a.created != createdHere || a.session != ep.session || a.missed {
-			return
-		}
-	}
-	var (
-		names        []string
-		st           *zk.Stat
-		dirData      []byte
-		errL, errR   error
-		errD         error
-		concurrently sync.WaitGroup
-	)
-	concurrently.Go(func() { _, st, errR = c.get(ctx, join(l.dir, g[0].node)) })
-	if l.spec.DirData != nil {
-		concurrently.Go(func() { dirData, _, errD = c.get(ctx, l.dir) })
-	}
-	names, errL = c.children(ctx, l.dir)
-	concurrently.Wait()
-	switch {
-	case errL != nil, errR != nil, errD != nil:
-		return
-	case st.EphemeralOwner != ep.session, c.currentEpoch() != ep:
-		return
-	case l.spec.DirData != nil && len(dirData) == 0:
-		return // verify records our data in the directory first
-	}
-	if !g.eachListedOnce(names) {
+	names, token, dirData, ok := g.readTogether(ctx, ep)
+	if !ok || !g.eachListedOnce(names) {
 		return
 	}
 	last := g[len(g)-1]
@@ -72,12 +46,52 @@ func (g group) verifyTogether(ctx context.Context) {
 	}
 	for _, a := range g {
 		i := at[a.node]
-		a.ep, a.token = ep, st.Czxid
+		a.ep, a.token = ep, token
 		a.watches = a.watches[:0]
 		a.queue = last.queue[: i+1 : i+1]
 		a.stale, a.trimmed, a.at = false, false, i+1
 		a.phase = deciding
 	}
+}
+
+// createdIn reports whether every node of the group was created here, by
+// the session of ep, with no create of it missed.
+func (g group) createdIn(ep *epoch) bool {
+	for _, a := range g {
+		if a.created != createdHere || a.session != ep.session || a.missed {
+			return false
+		}
+	}
+	return true
+}
+
+// readTogether lists the directory and reads the first node (and the
+// directory's data, where the lock keeps it) at once; ok is false when a
+// read failed, the first node is not ep's session's, the epoch changed,
+// or the directory's data is missing (verify records it first).
+func (g group) readTogether(ctx context.Context, ep *epoch) (names []string, token int64, dirData []byte, ok bool) {
+	l, c := g[0].l, g[0].l.c
+	var (
+		st           *zk.Stat
+		errL, errR   error
+		errD         error
+		concurrently sync.WaitGroup
+	)
+	concurrently.Go(func() { _, st, errR = c.get(ctx, join(l.dir, g[0].node)) })
+	if l.spec.DirData != nil {
+		concurrently.Go(func() { dirData, _, errD = c.get(ctx, l.dir) })
+	}
+	names, errL = c.children(ctx, l.dir)
+	concurrently.Wait()
+	switch {
+	case errL != nil, errR != nil, errD != nil:
+		return nil, 0, nil, false
+	case st.EphemeralOwner != ep.session, c.currentEpoch() != ep:
+		return nil, 0, nil, false
+	case l.spec.DirData != nil && len(dirData) == 0:
+		return nil, 0, nil, false
+	}
+	return names, st.Czxid, dirData, true
 }
 
 // eachListedOnce reports whether names holds every node of the group, and
