@@ -52,16 +52,9 @@ func enqueue(ctx context.Context, as []*attempt) (turn, error) {
 			return stay, err
 		case err == nil:
 			return enqueued(as, ep, res)
-		case retry.Retryable(err) && len(as) > 1 && l.nSize(len(as)) > defaultMaxPacket:
-			// Past ZooKeeper's default limit, the lost connection may be
-			// the server refusing the request for its size: sending it
-			// again would cut the connection again. What it may have
-			// created is swept when the attempts end.
-			return stay, fmt.Errorf("%w: the connection closed under a transaction of %d bytes, more than ZooKeeper's default limit of %d: "+
-				"a server whose jute.maxbuffer is below WithMaxPacket drops such requests; not sent again: %w",
-				ErrInvalidArgument, l.nSize(len(as)), defaultMaxPacket, err)
-		case retry.Retryable(err):
-			return stay, opError("create", req.paths[0], err) // outcome unknown
+		}
+		if err := l.unknownOutcome(len(as), req.paths[0], err); err != nil {
+			return stay, err
 		}
 		for _, a := range as {
 			a.created = notCreated
@@ -70,6 +63,25 @@ func enqueue(ctx context.Context, as []*attempt) (turn, error) {
 			return stay, err
 		}
 	}
+}
+
+// unknownOutcome is the error of a create of n nodes whose outcome is
+// unknown (the connection was lost under it), nil for a create the server
+// refused.
+func (l *Lock) unknownOutcome(n int, path string, err error) error {
+	switch {
+	case !retry.Retryable(err):
+		return nil
+	case n > 1 && l.nSize(n) > defaultMaxPacket:
+		// Past ZooKeeper's default limit, the lost connection may be the
+		// server refusing the request for its size: sending it again
+		// would cut the connection again. What it may have created is
+		// swept when the attempts end.
+		return fmt.Errorf("%w: the connection closed under a transaction of %d bytes, more than ZooKeeper's default limit of %d: "+
+			"a server whose jute.maxbuffer is below WithMaxPacket drops such requests; not sent again: %w",
+			ErrInvalidArgument, l.nSize(n), defaultMaxPacket, err)
+	}
+	return opError("create", path, err) // outcome unknown
 }
 
 // enqueued records the nodes a create made, in epoch ep. The reads sent
