@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/zkrecipes/zkrecipes/recipe"
+	"github.com/zkrecipes/zkrecipes/retry"
 	"github.com/zkrecipes/zkrecipes/telemetry"
 )
 
@@ -94,35 +95,51 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error) 
 		}
 		h, err := e.campaign(ctx, true)
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if recipe.Permanent(err) {
-				return fmt.Errorf("leader: run: %w", err)
-			}
-			e.log.Warn("campaign failed; trying again", "err", err)
-			if !pace.Pause(ctx) {
-				return ctx.Err()
-			}
-			continue
+			err = e.campaignFailed(ctx, pace, err)
+		} else {
+			err = e.afterTerm(ctx, pace, h, e.term(ctx, h, fn))
 		}
-		end := e.term(ctx, h, fn)
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case end.resignErr != nil && !errors.Is(end.resignErr, ErrLost) && recipe.Permanent(end.resignErr):
-			// The node is left to the session, and a new campaign would
-			// queue behind it.
-			return fmt.Errorf("leader: run: %w", end.resignErr)
-		case end.err == nil || end.lost:
-			pace.Reset()
-			continue
-		}
-		e.log.Warn("leader function failed; campaigning again", "err", end.err, "token", h.Token())
-		if !pace.Pause(ctx) {
-			return ctx.Err()
+		if err != nil {
+			return err
 		}
 	}
+}
+
+// campaignFailed is what Run does after a campaign failed with err: the
+// error that ends Run, or nil after a pause, to campaign again.
+func (e *Election) campaignFailed(ctx context.Context, pace *retry.Pacer, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case recipe.Permanent(err):
+		return fmt.Errorf("leader: run: %w", err)
+	}
+	e.log.Warn("campaign failed; trying again", "err", err)
+	if !pace.Pause(ctx) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// afterTerm is what Run does once the term of h ended as end: the error
+// that ends Run, or nil (after a pause if fn failed), to campaign again.
+func (e *Election) afterTerm(ctx context.Context, pace *retry.Pacer, h *recipe.Hold, end termEnd) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case end.resignErr != nil && !errors.Is(end.resignErr, ErrLost) && recipe.Permanent(end.resignErr):
+		// The node is left to the session, and a new campaign would
+		// queue behind it.
+		return fmt.Errorf("leader: run: %w", end.resignErr)
+	case end.err == nil || end.lost:
+		pace.Reset()
+		return nil
+	}
+	e.log.Warn("leader function failed; campaigning again", "err", end.err, "token", h.Token())
+	if !pace.Pause(ctx) {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // termEnd is how a term ended: fn's error, whether leadership was lost,
