@@ -87,18 +87,6 @@ func startLinks(real []peer) ([][]link, [][]peer, error) {
 	for i := range links {
 		links[i] = make([]link, n)
 	}
-	closeAll := func() {
-		for _, row := range links {
-			for _, l := range row {
-				for _, p := range []*Proxy{l.quorum, l.election} {
-					if p != nil {
-						_ = p.Close()
-					}
-				}
-			}
-		}
-	}
-	addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	// The quorum proxies first, then the election proxies, whose greeting
 	// needs the address of the proxy in the other direction: listen first
 	// and learn the ports, then wire the greetings.
@@ -107,18 +95,12 @@ func startLinks(real []peer) ([][]link, [][]peer, error) {
 			if i == j {
 				continue
 			}
-			q, err := NewByteProxy(addr(real[j].peerPort))
+			l, err := newLink(real[j])
 			if err != nil {
-				closeAll()
+				closeLinkProxies(links)
 				return nil, nil, err
 			}
-			links[i][j].quorum = q
-			e, err := NewByteProxy(addr(real[j].electionPort))
-			if err != nil {
-				closeAll()
-				return nil, nil, err
-			}
-			links[i][j].election = e
+			links[i][j] = l
 		}
 	}
 	for i := 0; i < n; i++ {
@@ -132,6 +114,41 @@ func startLinks(real []peer) ([][]link, [][]peer, error) {
 			}
 		}
 	}
+	return links, peerViews(real, links), nil
+}
+
+// newLink starts the quorum and election proxies to member to.
+func newLink(to peer) (link, error) {
+	addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	q, err := NewByteProxy(addr(to.peerPort))
+	if err != nil {
+		return link{}, err
+	}
+	e, err := NewByteProxy(addr(to.electionPort))
+	if err != nil {
+		_ = q.Close()
+		return link{}, err
+	}
+	return link{quorum: q, election: e}, nil
+}
+
+// closeLinkProxies closes the proxies of links started so far.
+func closeLinkProxies(links [][]link) {
+	for _, row := range links {
+		for _, l := range row {
+			for _, p := range []*Proxy{l.quorum, l.election} {
+				if p != nil {
+					_ = p.Close()
+				}
+			}
+		}
+	}
+}
+
+// peerViews returns the peers each member's zoo.cfg lists: itself at its
+// real ports, every other member at the ports of its proxies to it.
+func peerViews(real []peer, links [][]link) [][]peer {
+	n := len(real)
 	views := make([][]peer, n)
 	for i := 0; i < n; i++ {
 		for j := 0; j < n; j++ {
@@ -143,7 +160,7 @@ func startLinks(real []peer) ([][]link, [][]peer, error) {
 			views[i] = append(views[i], p)
 		}
 	}
-	return links, views, nil
+	return views
 }
 
 // closeLinks closes every proxy between the members.
