@@ -26,8 +26,7 @@ import (
 )
 
 // Deterministic simulation. The client runs as production builds it
-// (Connect: go-zookeeper, the wire tap, direct requests, the host
-// provider) against recipe/internal/simzk, a model ZooKeeper server that
+// (Connect: go-zookeeper, the wire tap, the host provider) against recipe/internal/simzk, a model ZooKeeper server that
 // speaks the wire protocol over in-memory connections, inside a synctest
 // bubble: time is virtual, so a 2-second session costs nothing, and the
 // faults are drawn from a seed: connections that die after the server
@@ -66,8 +65,8 @@ type simConfig struct {
 	// simServers when 0).
 	servers int
 	// handles is the number of goroutines that share each client, each
-	// with its own handles on the lock (1 when 0), so that go-zookeeper's
-	// frames and direct requests meet on one connection.
+	// with its own handles on the lock (1 when 0), so that many requests
+	// meet on one connection.
 	handles int
 }
 
@@ -813,15 +812,14 @@ var simCases = []struct {
 			{At: 1362 * time.Millisecond, Client: 1, Kind: "drop-request"},
 			{At: 2382 * time.Millisecond, Client: 1, Kind: "partition", Dur: 1500 * time.Millisecond}},
 	},
-	// The cases below each catch a bug planted on purpose (the patches
-	// in testdata/plants, run by scripts/plants.sh): each fails 20
-	// replays in 20 with its bug and passes without it.
+	// Some cases below catch a bug planted on purpose (the patches in
+	// testdata/plants, run by scripts/plants.sh): each fails 20 replays in
+	// 20 with its bug and passes without it.
 	{
 		// Two sessions expire while their clients are cut off, so each
-		// learns of it on reconnecting, to the one server: a connection
-		// go-zookeeper leaves after an expired connect response must fail
-		// the direct requests on it (plant expiry-orphan: a free lock is
-		// never taken again).
+		// learns of it on reconnecting, to the one server, and leaves the
+		// connection go-zookeeper leaves open after an expired connect
+		// response (once the cause of a free lock never taken again).
 		"expiry learned on reconnect, on two clients", 7,
 		simConfig{kind: "semaphore", clients: 3, cycles: 6, session: 2 * time.Second, servers: 1},
 		[]simFault{{At: 200 * time.Millisecond, Client: 0, Kind: "expire-cut"},
@@ -837,17 +835,15 @@ var simCases = []struct {
 		[]simFault{{At: 100 * time.Millisecond, Client: 0, Kind: "pause", Dur: 3 * time.Second}},
 	},
 	{
-		// Direct creates with the reads behind them, a one-way partition
-		// (plant wrong-call: a direct reply handed to another call).
+		// Creates with the reads behind them, a one-way partition (once
+		// the case of a reply handed to another call).
 		"one-way partition of a tolerant client", 1,
 		simConfig{kind: "semaphore", clients: 2, cycles: 5, session: 2 * time.Second, tolerant: true},
 		[]simFault{{At: 1666 * time.Millisecond, Client: 0, Kind: "partition-up", Dur: 500 * time.Millisecond}},
 	},
 	{
-		// Eight goroutines share each client, so go-zookeeper's frames and
-		// direct requests meet on one connection (plant split-write: a
-		// direct frame written in two writes, another writer's frame
-		// between them).
+		// Eight goroutines share each client, so many requests meet on
+		// one connection, and resets.
 		"eight goroutines on each client, and resets", 1,
 		simConfig{kind: "semaphore", clients: 2, cycles: 8, session: 2 * time.Second, handles: 8},
 		[]simFault{{At: 300 * time.Millisecond, Client: 0, Kind: "drop"},
