@@ -307,16 +307,17 @@ func (w *wireTap) checkFrame(f []byte) error {
 // connectResponse checks the connect response, the first frame.
 func (w *wireTap) connectResponse(b []byte) error {
 	r := jute.NewReader(b)
-	version, timeoutMs, session := r.Int32(), r.Int32(), r.Int64()
-	password := len(r.Buffer())
+	var cr jute.ConnectResponse
+	cr.Read(r)
+	timeoutMs, session := cr.Timeout, cr.SessionID
 	switch {
 	case r.Err() != nil:
 		return badFrame("a connect response that does not parse: %v", r.Err())
-	case version != 0:
-		return badFrame("a connect response of protocol version %d", version)
-	case password < 0 || password > maxPassword:
-		return badFrame("a connect response with a password of %d bytes", password)
-	case r.Len() > 1:
+	case cr.ProtocolVersion != 0:
+		return badFrame("a connect response of protocol version %d", cr.ProtocolVersion)
+	case len(cr.Passwd) > maxPassword:
+		return badFrame("a connect response with a password of %d bytes", len(cr.Passwd))
+	case r.Len() > 0:
 		return badFrame("a connect response with %d bytes past its fields", r.Len())
 	case session != 0 && (timeoutMs < minGrantedTimeout || timeoutMs > maxGrantedTimeout):
 		return badFrame("a connect response granting a session timeout of %d ms (accepted: %d ms to %d ms)",

@@ -56,29 +56,3 @@ func ParseReplyHeader(b []byte) (h ReplyHeader, ok bool) {
 // ConnectHeadLen is the length of the fixed fields that start a connect
 // response: protocol version, timeout and session id.
 const ConnectHeadLen = 16
-
-// ParseConnectHead reads the fixed fields that start a connect response
-// (the password and the read-only flag are left in b).
-func ParseConnectHead(b []byte) (c ConnectResponse, ok bool) {
-	if len(b) < ConnectHeadLen {
-		return c, false
-	}
-	return ConnectResponse{
-		ProtocolVersion: int32(binary.BigEndian.Uint32(b)),
-		Timeout:         int32(binary.BigEndian.Uint32(b[4:])),
-		SessionID:       int64(binary.BigEndian.Uint64(b[8:])),
-	}, true
-}
-
-// AppendRequest appends one whole request frame: the length, the header,
-// the path as a string, and tail, the rest of the body.
-func AppendRequest(b []byte, h RequestHeader, path string, tail []byte) []byte {
-	b = AppendInt32(b, int32(8+4+len(path)+len(tail)))
-	b = h.Append(b)
-	b = AppendString(b, path)
-	return append(b, tail...)
-}
-
-// VectorLen reads the count that starts the vector at the start of b (-1:
-// the null vector); ok is false when b is shorter than four bytes.
-func VectorLen(b []byte) (n int, ok bool) { return FrameLen(b) }
