@@ -685,10 +685,14 @@ func TestLostReplyAndDroppedRequest(t *testing.T) {
 		if _, ok := w.Snapshot()["/lost"]; !ok {
 			t.Error("the request whose reply was lost was not applied")
 		}
+		// A request made before go-zookeeper has redialled may fail with
+		// zk.ErrNoServer (its round of one host ends at once): wait.
+		awaitSession(a, ra)
 		ah.DieBeforeRead(simzk.AnyOp)
 		if _, err := a.Create("/dropped", nil, 0, acl); err != zk.ErrConnectionClosed {
 			t.Errorf("dropped request: %v", err)
 		}
+		awaitSession(a, ra)
 		if _, err := a.Create("/after", nil, 0, acl); err != nil {
 			t.Error(err)
 		}
