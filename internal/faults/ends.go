@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 )
 
 // Ends are the faults of the liveness grid: each is injected once, after
@@ -25,7 +27,7 @@ const endWarmup = 700 * time.Millisecond
 // begin waits out the warm-up and cuts the ghosts off; false when ctx
 // ended first.
 func (e *Env) beginEnd(ctx context.Context) bool {
-	if !sleep(ctx, endWarmup) {
+	if !locktest.Sleep(ctx, endWarmup) {
 		return false
 	}
 	e.Vanish()
@@ -87,7 +89,7 @@ func endExpiry(ctx context.Context, e *Env) (int, error) {
 	}
 	n := 0
 	for round := range 3 {
-		if round > 0 && !sleep(ctx, 500*time.Millisecond) {
+		if round > 0 && !locktest.Sleep(ctx, 500*time.Millisecond) {
 			break
 		}
 		ws := e.pinHolders()
@@ -266,7 +268,7 @@ func clipExpired(ivs []Interval, at map[int][][2]time.Time) []Interval {
 var RollingRestart = &Fault{Key: "rr", Name: "rolling restart", On: OnEnsemble, Duration: 5 * time.Minute, Inject: rollingRestart}
 
 func rollingRestart(ctx context.Context, e *Env) (int, error) {
-	if !sleep(ctx, time.Second) {
+	if !locktest.Sleep(ctx, time.Second) {
 		return 0, nil
 	}
 	ens := e.Target.Ensemble
@@ -298,7 +300,7 @@ func rollingRestart(ctx context.Context, e *Env) (int, error) {
 		}
 		e.logf("%s member %d (%s) stopped at %s (%v), serving with all three again at %s",
 			at.Format("15:04:05.000"), i, role, stopped.Format("15:04:05.000"), stopped.Sub(at).Round(time.Millisecond), time.Now().Format("15:04:05.000"))
-		if !sleep(ctx, time.Second) {
+		if !locktest.Sleep(ctx, time.Second) {
 			break
 		}
 	}

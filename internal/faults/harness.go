@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/retry"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -427,7 +428,7 @@ func (w *Worker) loop(ctx context.Context, ep *episodeLog) {
 			if class == classUndocumented {
 				ep.problem("worker %d: acquire returned an undocumented error: %v", w.ID, err)
 			}
-			sleepCtx(ctx, time.Duration(w.rng.Int64N(int64(50*time.Millisecond))))
+			locktest.Sleep(ctx, time.Duration(w.rng.Int64N(int64(50*time.Millisecond))))
 			continue
 		}
 		w.granted.Store(got.UnixNano())
@@ -435,7 +436,7 @@ func (w *Worker) loop(ctx context.Context, ep *episodeLog) {
 		w.hold(ctx, ep, h, got)
 		w.holding.Store(false)
 		if cfg.PauseMax > 0 {
-			sleepCtx(ctx, time.Duration(w.rng.Int64N(int64(cfg.PauseMax))))
+			locktest.Sleep(ctx, time.Duration(w.rng.Int64N(int64(cfg.PauseMax))))
 		}
 	}
 }
@@ -606,18 +607,6 @@ func (pl *partLog) release(now time.Time) {
 	if pl.acting {
 		pl.cur.End = now
 		pl.ivs = append(pl.ivs, pl.cur)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }
 

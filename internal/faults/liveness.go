@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -57,7 +58,7 @@ func OverAt(ctx context.Context, tg *Target) (time.Time, error) {
 		if err == nil {
 			return time.Now(), nil
 		}
-		if !sleep(cctx, 20*time.Millisecond) {
+		if !locktest.Sleep(cctx, 20*time.Millisecond) {
 			return time.Time{}, fmt.Errorf("control client: no answer: %w", err)
 		}
 	}
@@ -102,7 +103,7 @@ func (e *Env) awaitRecovery(ctx context.Context, f *Fault) Recovery {
 		c.recovering.Store(true)
 	}
 	for time.Now().Before(rec.Limit) && !e.recovered(over) {
-		if !sleep(ctx, 20*time.Millisecond) {
+		if !locktest.Sleep(ctx, 20*time.Millisecond) {
 			break
 		}
 	}
