@@ -304,6 +304,7 @@ type Interval struct {
 	Resumed    bool   // began when a suspension cleared (not a new grant)
 	Token      int64
 	Node       string
+	Session    int64 // the worker's session when it was granted, if known
 }
 
 // call is one Acquire or Release call.
@@ -331,9 +332,9 @@ type episodeLog struct {
 	guard     guardLog // guarded writes
 	newSess   int      // times a worker's client moved to a new session
 
-	expiredAt  map[int][][2]time.Time // forced expiries of a worker's session (see Cell.expired)
-	extra      []Interval             // holds of others than the workers (ghosts), for the liveness check
-	violations []string               // found by the episode's checks (ghosts)
+	expiredAt  map[int][]expiry // forced expiries of a worker's session (see Cell.expired)
+	extra      []Interval       // holds of others than the workers (ghosts), for the liveness check
+	violations []string         // found by the episode's checks (ghosts)
 }
 
 func (l *episodeLog) add(iv ...Interval) {
@@ -456,8 +457,9 @@ func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.T
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	parts := make([]partLog, len(h.Parts))
+	sid := w.Client.SessionID()
 	for i, p := range h.Parts {
-		parts[i] = partLog{acting: true, cur: Interval{Worker: w.ID, Mode: h.Mode, Start: start, Token: p.Token, Node: p.Node}}
+		parts[i] = partLog{acting: true, cur: Interval{Worker: w.ID, Mode: h.Mode, Start: start, Token: p.Token, Node: p.Node, Session: sid}}
 	}
 	stopGuards := make(chan struct{})
 	var guards sync.WaitGroup
@@ -580,7 +582,7 @@ func (pl *partLog) flip(now time.Time) {
 		pl.cur.End, pl.cur.Suspended = now, true
 		pl.ivs = append(pl.ivs, pl.cur)
 	} else {
-		pl.cur = Interval{Worker: pl.cur.Worker, Mode: pl.cur.Mode, Start: now, Resumed: true, Token: pl.cur.Token, Node: pl.cur.Node}
+		pl.cur = Interval{Worker: pl.cur.Worker, Mode: pl.cur.Mode, Start: now, Resumed: true, Token: pl.cur.Token, Node: pl.cur.Node, Session: pl.cur.Session}
 	}
 	pl.acting = !pl.acting
 }
