@@ -293,16 +293,6 @@ func (c *Client) endEpochLocked(e *epoch, err error) {
 	}
 }
 
-// call runs op, which performs one go-zookeeper request, and returns its
-// error, or ctx's error as soon as ctx ends. go-zookeeper has no contexts; an
-// abandoned request finishes in the background (every request ends when its
-// connection does) and its result is discarded, so op must only write to
-// variables the caller reads after a nil return.
-func (c *Client) call(ctx context.Context, op func() error) error {
-	_, err := c.callTracked(ctx, op)
-	return err
-}
-
 // goroutine runs fn on a goroutine of the client's, which Close waits for;
 // once Close has begun it starts nothing and reports false.
 func (c *Client) goroutine(fn func()) bool {

@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/zkrecipes/zkrecipes/recipe/internal/transport"
 )
 
 // The methods below are go-zookeeper requests with a context and counters.
@@ -184,7 +182,7 @@ func (c *Client) createThenRead(ctx context.Context, req createRequest) (createR
 	if req.behind {
 		dir = req.dir
 	}
-	var out transport.Created // written by the request, read once it is done
+	var out created // written by the request, read once it is done
 	c.stats.creates.Add(1)
 	inflight, err := c.callTracked(ctx, func() (err error) {
 		out, err = c.zk.CreateThenRead(path, req.data, ephemeralSequential, c.cfg.acl, dir, req.readDir)
@@ -203,6 +201,16 @@ func (c *Client) createThenRead(ctx context.Context, req createRequest) (createR
 		}
 	}
 	return res, nil
+}
+
+// call runs op, which performs one go-zookeeper request, and returns its
+// error, or ctx's error as soon as ctx ends. go-zookeeper has no contexts; an
+// abandoned request finishes in the background (every request ends when its
+// connection does) and its result is discarded, so op must only write to
+// variables the caller reads after a nil return.
+func (c *Client) call(ctx context.Context, op func() error) error {
+	_, err := c.callTracked(ctx, op)
+	return err
 }
 
 // callTracked is call for requests whose abandonment matters (creates):

@@ -37,7 +37,7 @@ type zkSeam interface {
 	// its data, with readDir) in the same round trip, the reads sent
 	// behind the create: see [transport.CreateThenRead], the one
 	// implementation of it. The result carries the node's zxid.
-	CreateThenRead(path string, data []byte, flags int32, acl []zk.ACL, dir string, readDir bool) (transport.Created, error)
+	CreateThenRead(path string, data []byte, flags int32, acl []zk.ACL, dir string, readDir bool) (created, error)
 	// SessionID is the session of the connection now, 0 while there is none.
 	SessionID() int64
 	// SessionTimeout is the session timeout the server granted (the one
@@ -53,6 +53,10 @@ type zkSeam interface {
 	// Now is the time since the seam was made, on a monotonic clock.
 	Now() time.Duration
 }
+
+// created is what a create with reads behind it learnt: the node, its
+// zxid, and the listing read in its round trip, if any.
+type created = transport.Created
 
 // clientUp is how the transport reports to the client ([transport.Up]).
 type clientUp struct{ c *Client }
