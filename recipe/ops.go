@@ -182,6 +182,9 @@ func (c *Client) createThenRead(ctx context.Context, req createRequest) (createR
 	if req.behind {
 		dir = req.dir
 	}
+	if err := ctx.Err(); err != nil {
+		return createResult{}, err // nothing sent, nothing counted
+	}
 	var out created // written by the request, read once it is done
 	c.stats.creates.Add(1)
 	inflight, err := c.callTracked(ctx, func() (err error) {
