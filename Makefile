@@ -97,7 +97,7 @@ scale: zk-install ## run the scale tests at their largest sizes: 100,000 locks o
 test-liveness: zk-install ## run the liveness grid's whole product, recipe x end x mode (make test-faults runs a pairwise subset; docs/failure-model.md, "Progress after a fault")
 	FAULTS_LIVENESS=full $(GO) test -race -count=1 -timeout 40m -v -run '^TestLiveness$$' $(TESTFLAGS) ./internal/faults/
 
-contract: zk-install ## show each go-zookeeper contract test failing against a go-zookeeper that breaks its assumption (patches/contract/)
+contract: zk-install ## show each go-zookeeper contract test failing against a go-zookeeper that breaks its assumption (recipe/internal/transport/testdata/contract/)
 	GO=$(GO) scripts/contract-breaks.sh
 
 SCHEDULES ?= 100000
