@@ -487,7 +487,10 @@ func TestScaleAcquireN(t *testing.T) {
 // Participants is linear in the queue and honours its context: the
 // queue of a mutex of 5,000 nodes (SCALE_PARTICIPANTS; 100,000 in make
 // scale) is read and judged within 2 s (2 s per 10,000 beyond), and a
-// context that ends early ends the call at once.
+// context that ends early ends the call at once. Each node is one read,
+// so the server's pace of reads bounds the call: the same reads made
+// with go-zookeeper alone, as many in flight, are timed in the same run,
+// and Participants may take at most 1.5 times as long (and a second).
 func TestScaleParticipants(t *testing.T) {
 	n := 5000 // CI runs it with the race detector
 	if v := os.Getenv("SCALE_PARTICIPANTS"); v != "" {
@@ -537,6 +540,12 @@ func TestScaleParticipants(t *testing.T) {
 	if bound := 2 * time.Second * time.Duration(max(1, n/10000)); took > bound {
 		t.Errorf("Participants of %d nodes took %v, want within %v", n, took, bound)
 	}
+	floor := rawReads(t, raw, path, 64)
+	t.Logf("the same %d reads made with go-zookeeper alone, 64 in flight: %v (%.0f reads/s); Participants took %.2fx that",
+		n, floor.Round(time.Millisecond), float64(n)/floor.Seconds(), float64(took)/float64(floor))
+	if took > floor*3/2+time.Second {
+		t.Errorf("Participants of %d nodes took %v, the reads alone %v", n, took, floor)
+	}
 	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancelShort()
 	start = time.Now()
@@ -552,4 +561,33 @@ func TestScaleParticipants(t *testing.T) {
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// rawReads reads every child of dir with go-zookeeper alone, inFlight
+// reads at a time, and returns how long that took.
+func rawReads(t *testing.T, raw *zk.Conn, dir string, inFlight int) time.Duration {
+	t.Helper()
+	names, _, err := raw.Children(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range inFlight {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(names)) {
+					return
+				}
+				if _, _, err := raw.Get(dir + "/" + names[i]); err != nil {
+					t.Errorf("read %s: %v", names[i], err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
 }
