@@ -591,3 +591,194 @@ func rawReads(t *testing.T, raw *zk.Conn, dir string, inFlight int) time.Duratio
 	wg.Wait()
 	return time.Since(start)
 }
+
+// scaleSize is the size a scale test runs at: def, or the environment
+// variable env (make scale sets the largest sizes).
+func scaleSize(t *testing.T, env string, def int) int {
+	t.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive number", env, v)
+	}
+	return n
+}
+
+// A client that checks the ACL of its lock directories checks a
+// directory once, however many handles acquire there: 2,000 handles
+// (SCALE_HANDLES; 20,000 in make scale), made one after another on one
+// directory, each locking and unlocking once, cost the requests of a
+// client that does not check, and leave the heap as it was (the client
+// keeps one entry and one watch for the directory, not one per handle).
+func TestScaleDirectoryACLHandles(t *testing.T) {
+	n := scaleSize(t, "SCALE_HANDLES", 2000)
+	srv := zktest.Shared(t)
+	auth := []recipe.Option{recipe.WithSessionTimeout(10 * time.Second), recipe.WithDigestAuth("alice", "secret"),
+		recipe.WithACL(zk.DigestACL(zk.PermAll, "alice", "secret")...)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	type result struct {
+		took       time.Duration
+		heapPer    float64
+		st         recipe.Stats
+		goroutines int
+	}
+	// The directory, persistent (so never reaped and checked again), and
+	// alice's only; its parent open, so that the client creates nothing
+	// with alice's ACL that other tests of the server would need.
+	raw := zktest.Connect(t, srv.Addr())
+	if err := raw.AddAuth("digest", []byte("alice:secret")); err != nil {
+		t.Fatal(err)
+	}
+	parent := zktest.UniquePath(t)
+	for i := 1; i <= len(parent); i++ {
+		if i == len(parent) || parent[i] == '/' {
+			if _, err := raw.Create(parent[:i], nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				t.Fatal(err)
+			}
+		}
+	}
+	dirs := 0
+	t.Cleanup(func() {
+		for i := range dirs {
+			_ = raw.Delete(fmt.Sprintf("%s/l%d", parent, i), -1)
+		}
+		_ = raw.Delete(parent, -1)
+	})
+	run := func(c *recipe.Client) result {
+		path := fmt.Sprintf("%s/l%d", parent, dirs)
+		dirs++
+		if _, err := raw.Create(path, nil, 0, zk.DigestACL(zk.PermAll, "alice", "secret")); err != nil {
+			t.Fatal(err)
+		}
+		cycle := func() {
+			m, err := mutex.New(c, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cycle() // the check of the directory's ACL
+		before := snapshot()
+		stats := c.Stats()
+		start := time.Now()
+		for range n {
+			cycle()
+		}
+		took := time.Since(start)
+		st := c.Stats().Sub(stats)
+		after := snapshot()
+		return result{took, perUnit(after.heap, before.heap, n), st, after.goroutines - before.goroutines}
+	}
+	checked := run(locktest.Client(t, []string{srv.Addr()}, auth...))
+	plain := run(locktest.Client(t, []string{srv.Addr()}, append(auth, recipe.WithAnyDirectoryACL())...))
+	for _, r := range []struct {
+		name string
+		result
+	}{{"checking the directory's ACL", checked}, {"WithAnyDirectoryACL", plain}} {
+		t.Logf("%d handles on one directory, one Lock and Unlock each, %s: %v, heap kept %+.0f B/handle, "+
+			"%.2f reads and %.2f requests per handle",
+			n, r.name, r.took.Round(time.Millisecond), r.heapPer, float64(r.st.Reads)/float64(n),
+			float64(r.st.RoundTrips())/float64(n))
+	}
+	if checked.st.Reads > plain.st.Reads || checked.st.RoundTrips() > plain.st.RoundTrips() {
+		t.Errorf("%d handles: %d reads, %d requests checking the ACL; %d, %d without", n,
+			checked.st.Reads, checked.st.RoundTrips(), plain.st.Reads, plain.st.RoundTrips())
+	}
+	// What a handle leaves behind once dropped: nothing per handle.
+	if checked.heapPer > 32 {
+		t.Errorf("%.0f B of heap kept per handle dropped, want at most 32", checked.heapPer)
+	}
+}
+
+// Attempts that time out behind one long holder leave little behind:
+// 1,000 of them (SCALE_ATTEMPTS; 6,000 in make scale), 32 at a time
+// (SCALE_ATTEMPTS_AT_ONCE; 1 in make scale, each right behind the holder),
+// each queued behind the holder (of another client) until its context of
+// 20ms ended. Once their nodes are gone, the heap is measured against the
+// baseline while the holder still holds, and again once it left.
+func TestScaleTimedOutAttempts(t *testing.T) {
+	n := scaleSize(t, "SCALE_ATTEMPTS", 1000)
+	workers := scaleSize(t, "SCALE_ATTEMPTS_AT_ONCE", 32)
+	srv := zktest.Shared(t)
+	raw := zktest.Connect(t, srv.Addr())
+	path := zktest.UniquePath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	holder, err := mutex.New(locktest.Client(t, []string{srv.Addr()}), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
+	attempt := func() {
+		m, err := mutex.New(c, path)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		if err := m.Lock(short); !errors.Is(err, mutex.ErrNotAcquired) {
+			t.Errorf("Lock behind a holder: %v, want ErrNotAcquired", err)
+		}
+	}
+	attempt() // the client's first wait: its dispatch, its workers
+	warmGoroutines(workers + 100)
+	nodesLeft := func() int {
+		names, err := faults.ListNodes(raw, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(names)
+	}
+	locktest.Eventually(t, time.Minute, "the first attempt's node gone", func() bool { return nodesLeft() == 1 })
+	before := snapshot()
+	stats := c.Stats()
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) && !t.Failed() {
+				attempt()
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	locktest.Eventually(t, time.Minute, "every timed-out attempt's node gone", func() bool { return nodesLeft() == 1 })
+	var after memSnapshot
+	locktest.Eventually(t, time.Minute, "the attempts' goroutines ended", func() bool {
+		after = snapshot()
+		return after.goroutines <= before.goroutines+idleWorkers
+	})
+	st := c.Stats().Sub(stats)
+	heapPer := perUnit(after.heap, before.heap, n)
+	t.Logf("%d attempts timed out behind one holder in %v: heap kept %+.0f B/attempt (%+.0f KiB in all), "+
+		"%.2f requests per attempt", n, took.Round(time.Millisecond), heapPer,
+		(float64(after.heap)-float64(before.heap))/1024, float64(st.RoundTrips())/float64(n))
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	released := snapshot()
+	heapReleased := perUnit(released.heap, before.heap, n)
+	t.Logf("after the holder left: heap %+.0f B/attempt against the baseline", heapReleased)
+	// What is kept is go-zookeeper's channel of each attempt's watch on
+	// the holder's node (one per attempt that waited right behind it:
+	// v1.0.4 cannot remove a watch) until the holder leaves, and then the
+	// room of the tables that grew. A bound against regressions.
+	if heapPer > 512 || heapReleased > 160 {
+		t.Errorf("heap kept %.0f B per timed-out attempt (%.0f B once the holder left), want at most 512 (160)", heapPer, heapReleased)
+	}
+}
