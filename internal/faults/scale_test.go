@@ -210,6 +210,9 @@ func sumStats(cs []*recipe.Client) recipe.Stats {
 		s.Reads += st.Reads
 		s.Creates += st.Creates
 		s.Lists += st.Lists
+		s.Deletes += st.Deletes
+		s.Writes += st.Writes
+		s.Commits += st.Commits
 	}
 	return s
 }
@@ -235,7 +238,11 @@ func TestScaleManyLocks(t *testing.T) {
 	srv := zktest.Shared(t)
 	raw := zktest.Connect(t, srv.Addr())
 	parent := zktest.UniquePath(t)
-	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
+	sessions := scaleSize(t, "SCALE_LOCK_SESSIONS", 1) // the locks spread over this many clients
+	cs := make([]*recipe.Client, sessions)
+	for i := range cs {
+		cs[i] = locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute*time.Duration(max(1, locks/10000)))
 	defer cancel()
 	// The runtime keeps the descriptors of ended goroutines for reuse and
@@ -247,7 +254,7 @@ func TestScaleManyLocks(t *testing.T) {
 
 	handles := make([]*mutex.Mutex, locks)
 	for i := range handles {
-		m, err := mutex.New(c, fmt.Sprintf("%s/l%05d", parent, i))
+		m, err := mutex.New(cs[i%sessions], fmt.Sprintf("%s/l%05d", parent, i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,28 +287,34 @@ func TestScaleManyLocks(t *testing.T) {
 		}
 		return time.Since(start)
 	}
+	perLock := func(st recipe.Stats) string {
+		return fmt.Sprintf("%.2f requests/lock (%.2f creates, %.2f lists, %.2f reads, %.2f deletes)",
+			float64(st.RoundTrips())/float64(locks), float64(st.Creates)/float64(locks), float64(st.Lists)/float64(locks),
+			float64(st.Reads)/float64(locks), float64(st.Deletes)/float64(locks))
+	}
+	start := sumStats(cs)
 	took := each("Lock", func(m *mutex.Mutex) error { return m.Lock(ctx) })
 	held := snapshot()
-	t.Logf("%d locks held by one session after %v, nobody asking for their loss signal: heap %.0f B/lock, %.2f goroutines/lock",
-		locks, took.Round(time.Millisecond), perUnit(held.heap, before.heap, locks),
+	t.Logf("%d locks held by %d session(s) after %v, %s; nobody asking for their loss signal: heap %.0f B/lock, %.2f goroutines/lock",
+		locks, sessions, took.Round(time.Millisecond), perLock(sumStats(cs).Sub(start)), perUnit(held.heap, before.heap, locks),
 		float64(held.goroutines-before.goroutines)/float64(locks))
 	// An idle hold nobody asks about has no goroutine of its own (the
 	// client's workers aside, at most maxIdleWorkers of them).
 	if g := float64(held.goroutines-before.goroutines) / float64(locks); g > 0.01 {
 		t.Errorf("%.2f goroutines per idle hold, want none", g)
 	}
-	stats := c.Stats()
+	stats := sumStats(cs)
 	for _, m := range handles[:locks/2] {
 		m.Done() // asked: each hold watches its node
 	}
 	locktest.Eventually(t, time.Minute, "the first half watching its node", func() bool {
-		return c.Stats().Sub(stats).Reads >= int64(locks/2)
+		return sumStats(cs).Sub(stats).Reads >= int64(locks/2)
 	})
 	cancels := make([]context.CancelFunc, 0, locks/2) // the test's, before the snapshot
 	var halfDone memSnapshot
 	locktest.Eventually(t, 2*time.Minute, "the reads' goroutines ended", func() bool {
 		halfDone = snapshot()
-		return halfDone.goroutines <= held.goroutines+idleWorkers
+		return halfDone.goroutines <= held.goroutines+idleWorkers*sessions
 	})
 	for _, m := range handles[locks/2:] {
 		hctx, cancel := m.Context(ctx) // asked for its context, which it watches
@@ -309,17 +322,17 @@ func TestScaleManyLocks(t *testing.T) {
 		_ = hctx.Done() // the channel is made, as by anyone who selects on it
 	}
 	locktest.Eventually(t, time.Minute, "every hold watching its node", func() bool {
-		return c.Stats().Sub(stats).Reads >= int64(locks)
+		return sumStats(cs).Sub(stats).Reads >= int64(locks)
 	})
 	var watched memSnapshot
 	locktest.Eventually(t, 2*time.Minute, "the reads' goroutines ended", func() bool {
 		watched = snapshot()
-		return watched.goroutines <= held.goroutines+idleWorkers
+		return watched.goroutines <= held.goroutines+idleWorkers*sessions
 	})
 	heapWatched := perUnit(watched.heap, before.heap, locks)
 	goWatched := float64(watched.goroutines-before.goroutines) / float64(locks)
 	t.Logf("the same, half asked for their loss signal (Done), half for a context (Context): heap %.0f B/lock, %.3f goroutines/lock, %d reads",
-		heapWatched, goWatched, c.Stats().Sub(stats).Reads)
+		heapWatched, goWatched, sumStats(cs).Sub(stats).Reads)
 	// What asking costs, on top of a held lock, each way.
 	heldPer := perUnit(held.heap, before.heap, locks)
 	heapDone := heldPer + perUnit(halfDone.heap, held.heap, locks/2)
@@ -337,8 +350,9 @@ func TestScaleManyLocks(t *testing.T) {
 	for _, cancel := range cancels {
 		cancel()
 	}
+	start = sumStats(cs)
 	took = each("Unlock", func(m *mutex.Mutex) error { return m.Unlock(ctx) })
-	t.Logf("released in %v", took.Round(time.Millisecond))
+	t.Logf("released in %v, %s", took.Round(time.Millisecond), perLock(sumStats(cs).Sub(start)))
 	handles = nil
 
 	if left := countNodes(t, raw, parent); left != 0 {
@@ -347,7 +361,7 @@ func TestScaleManyLocks(t *testing.T) {
 	var after memSnapshot
 	locktest.Eventually(t, 10*time.Second, "the goroutines back to the baseline", func() bool {
 		after = snapshot()
-		return after.goroutines <= before.goroutines+idleWorkers+1 // and the dispatch of node events
+		return after.goroutines <= before.goroutines+(idleWorkers+1)*sessions // and each client's dispatch of node events
 	})
 	grown := int64(after.heap) - int64(before.heap)
 	t.Logf("after release: goroutines %d (baseline %d), heap %+d B (%.1f B/lock)",
