@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -117,65 +118,35 @@ func (l *Lock) deciderOf(lockName string) driver.Driver {
 }
 
 // participantReaders is how many reads of participants are in flight at
-// once: enough to keep the server busy (it answers a session's requests in
-// order), few enough to leave room for the session's other requests.
+// once.
 const participantReaders = 64
 
 // readParticipants reads the nodes of sorted, participantReaders at a
 // time, and returns those still there, in order. It stops at the first
 // error, or when ctx ends, and returns it.
-//
-// Each reader makes its requests itself, without a worker between it and
-// go-zookeeper (a read per node makes the worker's hand-off a quarter of
-// the call's time), and looks at ctx between two reads. The call returns
-// as soon as ctx ends: a reader that is still waiting for a reply finishes
-// in the background, on a goroutine of the client's, as an abandoned
-// request does (see Client.call), and writes only to what the call no
-// longer reads.
 func (l *Lock) readParticipants(ctx context.Context, sorted []string) ([]Participant, error) {
 	out := make([]Participant, len(sorted))
 	ok := make([]bool, len(sorted))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	readCtx := context.WithoutCancel(ctx) // one request: answered, or failed with its connection
 	var next atomic.Int64
-	readers := min(participantReaders, len(sorted))
-	read := make(chan struct{}) // closed when the last reader ends
-	var left atomic.Int64
-	left.Store(int64(readers))
-	ended := func() {
-		if left.Add(-1) == 0 {
-			close(read)
-		}
-	}
-	if readers == 0 {
-		close(read)
-	}
-	for range readers {
-		started := l.c.goroutine(func() {
-			defer ended()
+	var wg sync.WaitGroup
+	for range min(participantReaders, len(sorted)) {
+		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= len(sorted) {
 					return
 				}
-				p, found, err := l.readParticipant(ctx, readCtx, sorted[i])
-				if err != nil {
+				var err error
+				if out[i], ok[i], err = l.readParticipant(ctx, sorted[i]); err != nil {
 					cancel(err)
 					return
 				}
-				out[i], ok[i] = p, found
 			}
 		})
-		if !started {
-			cancel(ErrClosed)
-			ended()
-		}
 	}
-	select {
-	case <-read:
-	case <-ctx.Done():
-	}
+	wg.Wait()
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -188,13 +159,12 @@ func (l *Lock) readParticipants(ctx context.Context, sorted []string) ([]Partici
 	return res, nil
 }
 
-// readParticipant reads node n, with requests made under readCtx and
-// retried under ctx; found is false when it is gone.
-func (l *Lock) readParticipant(ctx, readCtx context.Context, n string) (p Participant, found bool, err error) {
+// readParticipant reads node n; ok is false when it is gone.
+func (l *Lock) readParticipant(ctx context.Context, n string) (p Participant, ok bool, err error) {
 	var data []byte
 	var st *zk.Stat
-	err = l.c.retryDo(ctx, l.acquireNote, func(context.Context) (err error) {
-		data, st, err = l.c.get(readCtx, join(l.dir, n))
+	err = l.c.retryDo(ctx, l.acquireNote, func(ctx context.Context) (err error) {
+		data, st, err = l.c.get(ctx, join(l.dir, n))
 		return err
 	})
 	switch {
