@@ -504,7 +504,8 @@ func TestScaleAcquireN(t *testing.T) {
 // context that ends early ends the call at once. Each node is one read,
 // so the server's pace of reads bounds the call: the same reads made
 // with go-zookeeper alone, as many in flight, are timed in the same run,
-// and Participants may take at most 1.5 times as long (and a second).
+// and Participants may take at most twice as long (and a second: the
+// race detector slows our side, not the server's).
 func TestScaleParticipants(t *testing.T) {
 	n := 5000 // CI runs it with the race detector
 	if v := os.Getenv("SCALE_PARTICIPANTS"); v != "" {
@@ -557,7 +558,7 @@ func TestScaleParticipants(t *testing.T) {
 	floor := rawReads(t, raw, path, 64)
 	t.Logf("the same %d reads made with go-zookeeper alone, 64 in flight: %v (%.0f reads/s); Participants took %.2fx that",
 		n, floor.Round(time.Millisecond), float64(n)/floor.Seconds(), float64(took)/float64(floor))
-	if took > floor*3/2+time.Second {
+	if took > floor*2+time.Second {
 		t.Errorf("Participants of %d nodes took %v, the reads alone %v", n, took, floor)
 	}
 	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
