@@ -40,6 +40,7 @@ type Client struct {
 	stats         stats
 	workers       workers         // run go-zookeeper's requests (workers.go)
 	watches       nodeWatches     // the dispatch of node events to watching holds (dispatch.go)
+	dirACLs       dirACLs         // the lock directories whose ACL was checked (diracl.go)
 	lifetime      context.Context // cancelled by Close
 	cancelLife    context.CancelFunc
 	closeOnce     sync.Once
