@@ -104,6 +104,7 @@ type config struct {
 	only           string        // comma-separated scenario ids to run; "" runs all
 	peersDir       string        // directory of the peers' programs
 	python         string        // Python 3 interpreter with kazoo
+	baseline       string        // git revision of this module to run as a peer; "" runs none
 	handoffs       int           // measured leader hand-offs per scenario and round
 	lostSessions   int           // sessions of the lost-reply run
 	lostCycles     int           // cycles per session of the lost-reply run
@@ -136,6 +137,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.only, "only", "", "comma-separated scenario ids of the suite to run ("+scenarioIDs()+"); default all")
 	fs.StringVar(&cfg.peersDir, "peers-dir", defaultPeersDir(), "`directory` of the peers' benchmark programs (CuratorPeer.java, kazoo_peer.py)")
 	fs.StringVar(&cfg.python, "python", defaultPython(), "Python 3 `interpreter` that can import kazoo")
+	fs.StringVar(&cfg.baseline, "baseline", "", "peers suite: also run the mutex, semaphore and rwlock scenarios with this module at git `revision` (built from a copy under .cache/), in the same groups as ours")
 	fs.IntVar(&cfg.handoffs, "handoffs", 20, "measured leader hand-offs per scenario and round")
 	fs.IntVar(&cfg.lostSessions, "lost-sessions", 4, "sessions of the lost-reply run")
 	fs.IntVar(&cfg.lostCycles, "lost-cycles", 50, "Lock+Unlock cycles per session of the lost-reply run")
@@ -177,6 +179,14 @@ func parseFlags(args []string) (config, error) {
 		}
 	} else if cfg.charts != "" {
 		return cfg, errors.New("-charts: only the scale suite draws charts")
+	}
+	if cfg.baseline != "" {
+		if cfg.suite != "peers" {
+			return cfg, errors.New("-baseline: only the peers suite runs a baseline")
+		}
+		if err := checkRev(cfg.baseline); err != nil {
+			return cfg, err
+		}
 	}
 	switch {
 	case cfg.duration <= 0 && cfg.ops <= 0:
@@ -235,6 +245,9 @@ func main() {
 func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	scenarios, err := selectScenarios(cfg.suite, cfg.only)
 	if err != nil {
+		return err
+	}
+	if scenarios, err = withBaseline(scenarios, cfg); err != nil {
 		return err
 	}
 	peers, err := preparePeers(cfg, scenarios)
@@ -352,6 +365,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		return err
 	}
 	rep := newReport(cfg, addr, fsync, e.serverVersion(), scenarios)
+	if peers != nil && peers.baseline != nil {
+		rep.Baseline = &baselineInfo{Revision: cfg.baseline, Commit: peers.baseline.commit}
+	}
 	for n := range cfg.rounds {
 		err := round(e, n, fmt.Sprintf("round%d", n+1), func(s scenario, res result) {
 			rep.add(s.id, res)
