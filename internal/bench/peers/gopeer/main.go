@@ -54,6 +54,7 @@ type options struct {
 	sessionTimeout     time.Duration
 	stall              time.Duration
 	warmup, duration   time.Duration
+	connectTimeout     time.Duration // bounds the wait for each session
 }
 
 // scenarios this peer runs.
@@ -82,6 +83,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	o.stall = time.Duration(stallMs) * time.Millisecond
 	o.warmup = time.Duration(warmupMs) * time.Millisecond
 	o.duration = time.Duration(durationMs) * time.Millisecond
+	o.connectTimeout = connectTimeout
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -167,7 +169,7 @@ func (l *rwLocker) Unlock(ctx context.Context) error {
 	return l.rw.Unlock(ctx)
 }
 
-// connectTimeout bounds the wait for a session.
+// connectTimeout bounds the wait for a session (the runner's).
 const connectTimeout = 15 * time.Second
 
 // open opens the sessions and a handle on each.
@@ -175,7 +177,11 @@ func open(ctx context.Context, o options) ([]*recipe.Client, []locker, error) {
 	var clients []*recipe.Client
 	var lockers []locker
 	for i := 0; i < o.sessions; i++ {
-		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		ct := o.connectTimeout
+		if ct <= 0 {
+			ct = connectTimeout
+		}
+		cctx, cancel := context.WithTimeout(ctx, ct)
 		c, err := recipe.Connect(cctx, []string{o.zk}, recipe.WithSessionTimeout(o.sessionTimeout))
 		cancel()
 		if err != nil {
@@ -333,8 +339,18 @@ func run(o options, stdin io.Reader, stdout, stderr io.Writer) (code int, closed
 	finish := func(out output) (int, bool) {
 		c.phase.Store(phaseStop)
 		if out.Status == "error" {
-			closeSessions() // makes every blocked call return
-			<-done
+			// The cycles end at their next turn; closing the sessions
+			// makes calls that stay blocked return. Not at once:
+			// go-zookeeper v1.0.4 reads a CreateContainer reply that
+			// its Close abandons while its receiver still writes it.
+			t := time.NewTimer(o.stall)
+			select {
+			case <-done:
+			case <-t.C:
+				closeSessions()
+				<-done
+			}
+			t.Stop()
 		}
 		line, err := json.Marshal(out)
 		if err != nil {
