@@ -44,6 +44,10 @@
 // proxy that loses the reply to every -lost-every-th create), counting
 // errors, overlapping holds and orphaned nodes. A run in which nothing
 // completes for -stall is reported as deadlock/timeout, not waited for.
+// -baseline REV adds this module at git revision REV as one more peer
+// (peers/gopeer, built from a copy of REV under .cache/ against the same
+// go-zookeeper as the runner): its mutex, semaphore and rwlock scenarios
+// run in the groups of ours, with the ratios ours / baseline.
 //
 // With -suite scale (what make bench runs after the default suite) it
 // measures how the locks scale. Per-entity locks: one session and -goroutines
@@ -67,6 +71,7 @@
 //	go run ./internal/bench -duration 5s -rounds 5 -json
 //	go run ./internal/bench -zk 127.0.0.1:2181
 //	go run ./internal/bench -suite peers -only mutex,curator-mutex,kazoo-mutex
+//	go run ./internal/bench -suite peers -baseline HEAD~1 -only mutex,baseline-mutex
 //	go run ./internal/bench -suite scale -charts docs/img
 //	go run ./internal/bench -suite scale -goroutines 1,64 -waiters 100 -only entity-mutex,drain-mutex
 package main
