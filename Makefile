@@ -126,7 +126,7 @@ bench: zk-install ## run the go test benchmarks, the side-by-side runner, then i
 	mkdir -p docs/img
 	$(GO) run ./internal/bench -suite scale -charts docs/img $(BENCHFLAGS)
 
-bench-peers: ## install Curator and kazoo if missing, then run the runner's peers suite (docs/performance.md)
+bench-peers: ## install Curator and kazoo if missing, then run the runner's peers suite (docs/performance.md); BENCHFLAGS='-baseline REV -fsync=false -rounds 7' adds this module at git revision REV
 	$(ZK) install --curator --kazoo
 	$(GO) run ./internal/bench -suite peers $(BENCHFLAGS)
 

@@ -44,6 +44,10 @@
 // proxy that loses the reply to every -lost-every-th create), counting
 // errors, overlapping holds and orphaned nodes. A run in which nothing
 // completes for -stall is reported as deadlock/timeout, not waited for.
+// -baseline REV adds this module at git revision REV as one more peer
+// (peers/gopeer, built from a copy of REV under .cache/ against the same
+// go-zookeeper as the runner): its mutex, semaphore and rwlock scenarios
+// run in the groups of ours, with the ratios ours / baseline.
 //
 // With -suite scale (what make bench runs after the default suite) it
 // measures how the locks scale. Per-entity locks: one session and -goroutines
@@ -67,6 +71,7 @@
 //	go run ./internal/bench -duration 5s -rounds 5 -json
 //	go run ./internal/bench -zk 127.0.0.1:2181
 //	go run ./internal/bench -suite peers -only mutex,curator-mutex,kazoo-mutex
+//	go run ./internal/bench -suite peers -baseline HEAD~1 -only mutex,baseline-mutex
 //	go run ./internal/bench -suite scale -charts docs/img
 //	go run ./internal/bench -suite scale -goroutines 1,64 -waiters 100 -only entity-mutex,drain-mutex
 package main
@@ -104,6 +109,7 @@ type config struct {
 	only           string        // comma-separated scenario ids to run; "" runs all
 	peersDir       string        // directory of the peers' programs
 	python         string        // Python 3 interpreter with kazoo
+	baseline       string        // git revision of this module to run as a peer; "" runs none
 	handoffs       int           // measured leader hand-offs per scenario and round
 	lostSessions   int           // sessions of the lost-reply run
 	lostCycles     int           // cycles per session of the lost-reply run
@@ -136,6 +142,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.only, "only", "", "comma-separated scenario ids of the suite to run ("+scenarioIDs()+"); default all")
 	fs.StringVar(&cfg.peersDir, "peers-dir", defaultPeersDir(), "`directory` of the peers' benchmark programs (CuratorPeer.java, kazoo_peer.py)")
 	fs.StringVar(&cfg.python, "python", defaultPython(), "Python 3 `interpreter` that can import kazoo")
+	fs.StringVar(&cfg.baseline, "baseline", "", "peers suite: also run the mutex, semaphore and rwlock scenarios with this module at git `revision` (built from a copy under .cache/), in the same groups as ours")
 	fs.IntVar(&cfg.handoffs, "handoffs", 20, "measured leader hand-offs per scenario and round")
 	fs.IntVar(&cfg.lostSessions, "lost-sessions", 4, "sessions of the lost-reply run")
 	fs.IntVar(&cfg.lostCycles, "lost-cycles", 50, "Lock+Unlock cycles per session of the lost-reply run")
@@ -177,6 +184,14 @@ func parseFlags(args []string) (config, error) {
 		}
 	} else if cfg.charts != "" {
 		return cfg, errors.New("-charts: only the scale suite draws charts")
+	}
+	if cfg.baseline != "" {
+		if cfg.suite != "peers" {
+			return cfg, errors.New("-baseline: only the peers suite runs a baseline")
+		}
+		if err := checkRev(cfg.baseline); err != nil {
+			return cfg, err
+		}
 	}
 	switch {
 	case cfg.duration <= 0 && cfg.ops <= 0:
@@ -235,6 +250,9 @@ func main() {
 func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 	scenarios, err := selectScenarios(cfg.suite, cfg.only)
 	if err != nil {
+		return err
+	}
+	if scenarios, err = withBaseline(scenarios, cfg); err != nil {
 		return err
 	}
 	peers, err := preparePeers(cfg, scenarios)
@@ -352,6 +370,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		return err
 	}
 	rep := newReport(cfg, addr, fsync, e.serverVersion(), scenarios)
+	if peers != nil && peers.baseline != nil {
+		rep.Baseline = &baselineInfo{Revision: cfg.baseline, Commit: peers.baseline.commit}
+	}
 	for n := range cfg.rounds {
 		err := round(e, n, fmt.Sprintf("round%d", n+1), func(s scenario, res result) {
 			rep.add(s.id, res)

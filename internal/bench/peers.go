@@ -39,7 +39,8 @@ type peerPrograms struct {
 	dir      string // the programs' sources
 	classDir string // CuratorPeer.class; "" when Curator is not used
 	python   string
-	tmp      string // removed by close
+	tmp      string        // removed by close
+	baseline *baselinePeer // -baseline's program; nil when not used
 }
 
 // Peer names.
@@ -80,7 +81,7 @@ func defaultPython() string {
 func preparePeers(cfg config, scenarios []scenario) (*peerPrograms, error) {
 	uses := map[string]bool{}
 	for _, s := range scenarios {
-		for _, p := range []string{peerCurator, peerKazoo} {
+		for _, p := range []string{peerCurator, peerKazoo, peerBaseline} {
 			if strings.HasPrefix(s.title, p+" ") {
 				uses[p] = true
 			}
@@ -90,9 +91,22 @@ func preparePeers(cfg config, scenarios []scenario) (*peerPrograms, error) {
 		return nil, nil
 	}
 	p := &peerPrograms{dir: cfg.peersDir, python: cfg.python}
+	if uses[peerBaseline] {
+		progress := func(format string, args ...any) {
+			if cfg.verbose {
+				fmt.Fprintf(os.Stderr, format+"\n", args...)
+			}
+		}
+		b, err := buildBaseline(cfg.baseline, p.dir, progress)
+		if err != nil {
+			return nil, err
+		}
+		p.baseline = b
+	}
 	if uses[peerKazoo] {
 		out, err := exec.Command(p.python, "-c", "import kazoo").CombinedOutput()
 		if err != nil {
+			p.close()
 			return nil, fmt.Errorf("kazoo: %s cannot import kazoo (install Debian's python3-kazoo: make bench-peers does): %v %s",
 				p.python, err, bytes.TrimSpace(out))
 		}
@@ -100,9 +114,11 @@ func preparePeers(cfg config, scenarios []scenario) (*peerPrograms, error) {
 	if uses[peerCurator] {
 		cp, err := curatorClassPath()
 		if err != nil {
+			p.close()
 			return nil, err
 		}
 		if p.tmp, err = os.MkdirTemp("", "zkrecipes-bench-peers-"); err != nil {
+			p.close()
 			return nil, err
 		}
 		p.classDir = p.tmp
@@ -133,9 +149,13 @@ func curatorClassPath() (string, error) {
 }
 
 func (p *peerPrograms) close() {
-	if p != nil && p.tmp != "" {
+	if p == nil {
+		return
+	}
+	if p.tmp != "" {
 		_ = os.RemoveAll(p.tmp)
 	}
+	p.baseline.close()
 }
 
 // command returns the command line that runs peer with args.
@@ -151,6 +171,10 @@ func (p *peerPrograms) command(peer string, args []string) ([]string, error) {
 		return append([]string{"java", "-Xmx256m", "-cp", p.classDir + ":" + cp, "CuratorPeer"}, args...), nil
 	case peer == peerKazoo:
 		return append([]string{p.python, filepath.Join(p.dir, "kazoo_peer.py")}, args...), nil
+	case peer == peerBaseline && p.baseline != nil:
+		return append([]string{p.baseline.binary}, args...), nil
+	case peer == peerBaseline:
+		return nil, errNoBaseline
 	}
 	return nil, fmt.Errorf("peer %s not prepared", peer)
 }

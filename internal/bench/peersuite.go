@@ -79,19 +79,23 @@ func peerSuite() []scenario {
 		byID[idFloor], byID[idZkLock], byID[idMutex],
 		cyc(peerCurator, "curator-mutex", "InterProcessMutex", "mutex", groupMutex1, false),
 		cyc(peerKazoo, "kazoo-mutex", "Lock", "mutex", groupMutex1, false),
+		cyc(peerBaseline, "baseline-mutex", "mutex", "mutex", groupMutex1, false),
 
 		ours(idZkLockContended, groupMutex),
 		ours(idMutexContended, groupMutex),
 		cyc(peerCurator, "curator-mutex-contended", "InterProcessMutex", "mutex", groupMutex, true),
 		cyc(peerKazoo, "kazoo-mutex-contended", "Lock", "mutex", groupMutex, true),
+		cyc(peerBaseline, "baseline-mutex-contended", "mutex", "mutex", groupMutex, true),
 
 		ours(idSemContended, groupSemaphore),
 		cyc(peerCurator, "curator-semaphore", "InterProcessSemaphoreV2(3)", "semaphore", groupSemaphore, true),
 		cyc(peerKazoo, "kazoo-semaphore", "Semaphore(3)", "semaphore", groupSemaphore, true),
+		cyc(peerBaseline, "baseline-semaphore", "semaphore(3)", "semaphore", groupSemaphore, true),
 
 		ours(idRWLockReadHeavy, groupRWLock),
 		cyc(peerCurator, "curator-rwlock", "InterProcessReadWriteLock 90% reads", "rwlock", groupRWLock, true),
 		cyc(peerKazoo, "kazoo-rwlock", "ReadLock/WriteLock 90% reads", "rwlock", groupRWLock, true),
+		cyc(peerBaseline, "baseline-rwlock", "rwlock 90% reads", "rwlock", groupRWLock, true),
 
 		hand("leader-resign", "leader: Resign -> next Run callback", groupResign, ourHandoff(false)),
 		hand("curator-leader-resign", "Curator LeaderLatch: close() -> next isLeader", groupResign, peerHandoff(peerCurator, "leader-resign")),
@@ -441,6 +445,11 @@ func peerRatios() []ratio {
 		r("semaphore(3) / kazoo", idSemContended, "kazoo-semaphore", reportedOnly, 0),
 		r("rwlock 90% reads / Curator", idRWLockReadHeavy, "curator-rwlock", ">= 2.1", 2.1),
 		r("rwlock 90% reads / kazoo", idRWLockReadHeavy, "kazoo-rwlock", reportedOnly, 0),
+		// -baseline: ours now / ours at the baseline's revision.
+		r("mutex / baseline, 1 session", idMutex, "baseline-mutex", reportedOnly, 0),
+		r("mutex / baseline, contended", idMutexContended, "baseline-mutex-contended", reportedOnly, 0),
+		r("semaphore(3) / baseline", idSemContended, "baseline-semaphore", reportedOnly, 0),
+		r("rwlock 90% reads / baseline", idRWLockReadHeavy, "baseline-rwlock", reportedOnly, 0),
 		lat("hand-off after resign, Curator p50 / ours", "leader-resign", "curator-leader-resign"),
 		lat("hand-off after resign, kazoo p50 / ours", "leader-resign", "kazoo-leader-resign"),
 		lat("hand-off after close, Curator p50 / ours", "leader-close", "curator-leader-close"),

@@ -18,6 +18,7 @@ import (
 type report struct {
 	Machine   machineInfo      `json:"machine"`
 	Server    serverInfo       `json:"server"`
+	Baseline  *baselineInfo    `json:"baseline,omitempty"`
 	Settings  settings         `json:"settings"`
 	Scenarios []*scenarioStats `json:"scenarios"`
 	Ratios    []ratio          `json:"ratios"`
@@ -35,6 +36,12 @@ type machineInfo struct {
 }
 
 // serverInfo describes the ZooKeeper server.
+// baselineInfo names the revision the baseline's scenarios ran (-baseline).
+type baselineInfo struct {
+	Revision string `json:"revision"` // as given
+	Commit   string `json:"commit"`   // resolved
+}
+
 type serverInfo struct {
 	Addr      string `json:"addr"`
 	Version   string `json:"version"`
@@ -311,6 +318,9 @@ func (r *report) writeText(w io.Writer) error {
 	m, s, set := r.Machine, r.Server, r.Settings
 	fmt.Fprintf(bw, "machine:   %d CPUs, %s, %s GiB RAM, %s, %s\n", m.CPUs, m.CPUModel, m.MemoryGB, m.OS, m.Go)
 	fmt.Fprintf(bw, "zookeeper: %s at %s, forceSync=%s\n", s.Version, s.Addr, s.ForceSync)
+	if b := r.Baseline; b != nil {
+		fmt.Fprintf(bw, "baseline:  this module at %s (%.12s), built as a peer process\n", b.Revision, b.Commit)
+	}
 	measure := set.Duration
 	if set.Ops > 0 {
 		measure = fmt.Sprintf("%d cycles", set.Ops)
