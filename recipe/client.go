@@ -49,6 +49,7 @@ type Client struct {
 	stats         stats
 	workers       workers         // run go-zookeeper's requests (workers.go)
 	watches       nodeWatches     // the dispatch of node events to watching holds (dispatch.go)
+	listings      listings        // listings of lock directories shared by the client's waiters (listings.go)
 	lifetime      context.Context // cancelled by Close
 	cancelLife    context.CancelFunc
 	closeOnce     sync.Once

@@ -29,8 +29,13 @@ func enqueue(ctx context.Context, as []*attempt) (turn, error) {
 		}
 	}
 	l := as[0].l
+	// The reads sent behind a create save a round trip to a lone acquire;
+	// with other creates of the client in flight in the directory, each
+	// would carry a listing of its own: they share theirs instead (list).
+	alone := l.c.listings.beginEnqueue(l.dir)
+	defer l.c.listings.endEnqueue(l.dir)
 	req := createRequest{paths: make([]string, len(as)), data: l.data,
-		dir: l.dir, behind: !l.busy.Load(), readDir: l.spec.DirData != nil}
+		dir: l.dir, behind: alone && !l.busy.Load(), readDir: l.spec.DirData != nil}
 	for i, a := range as {
 		req.paths[i] = join(l.dir, a.prefix+l.spec.LockName)
 	}
