@@ -303,6 +303,7 @@ func (c *Client) endEpochLocked(e *epoch, err error) {
 	}
 	e.err = err
 	e.end()
+	c.rewatchLocked() // waiters wait on rewatch for both (see rewatchLocked)
 	c.stats.epochsEnded.Add(1)
 	if !errors.Is(err, ErrClosed) {
 		c.log.Warn("zookeeper session no longer trusted; holders are told they lost ownership",
