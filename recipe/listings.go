@@ -58,8 +58,9 @@ type listing struct {
 	names []string
 	err   error
 	// owned: the names belong to one attempt alone (a listing it made
-	// itself), which may edit them in place.
+	// itself, or one only it asked for), which may edit them in place.
 	owned bool
+	asked int // the callers that asked for it; under listings.mu
 
 	viewOnce sync.Once
 	view     *queueView
@@ -101,11 +102,12 @@ func (ls *listings) ask(dir string) (lst *listing, send bool) {
 	d := ls.dir(dir)
 	switch {
 	case d.sent == nil:
-		d.sent = &listing{done: make(chan struct{})}
+		d.sent = &listing{done: make(chan struct{}), asked: 1}
 		return d.sent, true
 	case d.next == nil:
 		d.next = &listing{done: make(chan struct{})}
 	}
+	d.next.asked++
 	return d.next, false
 }
 
@@ -122,11 +124,15 @@ func (ls *listings) dir(dir string) *dirListings {
 	return d
 }
 
-// answered records that dir's listing in flight was answered, and returns
-// the one to send next, if any waiter asked for one meanwhile.
-func (ls *listings) answered(dir string) (next *listing) {
+// answered records that dir's listing in flight, lst, was answered, and
+// returns the one to send next, if any waiter asked for one meanwhile.
+// Nobody joins lst any more: a listing only one caller asked for is that
+// caller's own (a waiter woken alone, as in a queue's hand-off, sorts only
+// the part ahead of it, as with a listing of its own).
+func (ls *listings) answered(dir string, lst *listing) (next *listing) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	lst.owned = lst.asked == 1
 	d := ls.dirs[dir]
 	d.sent, d.next = d.next, nil
 	if d.sent == nil && d.enqueuing == 0 {
@@ -144,7 +150,7 @@ func (c *Client) sendListing(dir string, lst *listing) {
 	finish := func(names []string, err error) (next *listing) {
 		once.Do(func() {
 			lst.names, lst.err = names, c.mapClosed(err)
-			next = c.listings.answered(dir)
+			next = c.listings.answered(dir, lst)
 			close(lst.done)
 		})
 		return next

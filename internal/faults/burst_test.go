@@ -57,6 +57,9 @@ func TestScaleBurstOneClient(t *testing.T) {
 	srv := zktest.Shared(t)
 	raw := zktest.Connect(t, srv.Addr())
 	path := zktest.UniquePath(t)
+	if _, _, err := raw.Exists("/"); err != nil { // raw's loops are running
+		t.Fatal(err)
+	}
 	ignore := goleak.IgnoreCurrent()
 
 	other := locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
