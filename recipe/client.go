@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/zkrecipes/zkrecipes/recipe/internal/transport"
 )
 
 const instrumentationName = "github.com/zkrecipes/zkrecipes"
@@ -26,30 +28,20 @@ const instrumentationName = "github.com/zkrecipes/zkrecipes"
 // A Client is safe for concurrent use. Close it when done: closing ends the
 // session, so the server deletes every node the client still holds.
 type Client struct {
-	zk     zkSeam   // everything the engine learns from ZooKeeper
-	conn   *zk.Conn // the go-zookeeper connection behind zk (see Conn)
+	zk     zkSeam          // everything the engine learns from ZooKeeper
+	live   *transport.Conn // the transport behind zk in production, nil behind a fake
 	hooks  *testHooks
 	cfg    config
 	log    *slog.Logger
 	tracer trace.Tracer
 	ins    instruments
 
-	lastHeard     atomic.Int64          // when a server was last known alive, on the seam's clock (nanos)
-	dialErr       atomic.Pointer[error] // error of the last failed dial
-	dials         atomic.Int64          // connections opened
-	hosts         *hostProvider         // the servers go-zookeeper dials, and its pace
-	splitWrites   atomic.Bool           // tests: go-zookeeper's frames go out in two writes (trackedConn.Write)
-	untrusted     chan struct{}         // closed when a server's certificate is refused
-	untrustedOnce sync.Once
-	negotiatedMs  atomic.Int64 // session timeout granted by the server
-	wireSession   atomic.Int64 // session id of the last connect response
-	zxids         createZxids  // zxids of create replies, by returned path
-	sessionZxid   sessionZxid  // the highest zxid the session saw in replies
-	createWrites  createWrites // creates written to the wire, for reads sent behind them
+	lastHeard     atomic.Int64 // when a server was last known alive, on the seam's clock (nanos)
 	stats         stats
 	workers       workers         // run go-zookeeper's requests (workers.go)
 	watches       nodeWatches     // the dispatch of node events to watching holds (dispatch.go)
 	listings      listings        // listings of lock directories shared by the client's waiters (listings.go)
+	dirACLs       dirACLs         // the lock directories whose ACL was checked (diracl.go)
 	lifetime      context.Context // cancelled by Close
 	cancelLife    context.CancelFunc
 	closeOnce     sync.Once
@@ -81,24 +73,24 @@ func connect(ctx context.Context, servers []string, hooks *testHooks, opts []Opt
 	}
 	c := newClient(cfg)
 	c.hooks = hooks
-	c.hosts = &hostProvider{c: c}
-	live := &liveZK{c: c, start: time.Now()}
-	c.zk = live
-	dial := cfg.dialer
-	if dial == nil {
-		dial = net.DialTimeout
+	tcfg := transport.Config{
+		SessionTimeout: cfg.sessionTimeout,
+		Dialer:         cfg.dialer,
+		TLS:            cfg.tls,
+		MaxFrame:       cfg.maxFrame,
+		Logger:         c.log,
+		Backoff:        c.Backoff,
+		Shuffle:        c.shuffle,
 	}
-	conn, _, err := zk.Connect(servers, cfg.sessionTimeout, withHooks(hooks,
-		zk.WithHostProvider(c.hosts),
-		zk.WithDialer(c.wrapDialer(dial)),
-		zk.WithEventCallback(live.onEvent),
-		zk.WithLogger(zkLogger{c.log}),
-		zk.WithLogInfo(false),
-	)...)
-	if err != nil {
+	if hooks != nil {
+		tcfg.BufferSize = hooks.bufferSize
+	}
+	live := transport.New(tcfg, clientUp{c})
+	c.zk, c.live = live, live
+	if err := live.Connect(servers); err != nil {
+		live.Close()
 		return nil, fmt.Errorf("recipe: connect: %w", err)
 	}
-	live.Conn, c.conn = conn, conn
 	c.goroutine(c.watchdog)
 	if err := c.awaitSession(ctx, servers); err != nil {
 		c.Close()
@@ -139,7 +131,6 @@ func newClient(cfg config) *Client {
 		log:       cfg.logger,
 		tracer:    cfg.tracerProvider.Tracer(instrumentationName),
 		connected: make(chan struct{}),
-		untrusted: make(chan struct{}),
 		trust:     make(chan struct{}),
 	}
 	var err error
@@ -147,7 +138,6 @@ func newClient(cfg config) *Client {
 		c.log.Warn("some metric instruments could not be created", "err", err)
 	}
 	c.lifetime, c.cancelLife = context.WithCancel(context.Background())
-	c.negotiatedMs.Store(cfg.sessionTimeout.Milliseconds())
 	return c
 }
 
@@ -157,26 +147,18 @@ func (c *Client) refusedFrame(err error) {
 	c.log.Warn("refused a frame from the server; reconnecting", "err", err)
 }
 
-// lastDialErr is the error of the last failed dial, nil when none failed.
-func (c *Client) lastDialErr() error {
-	if p := c.dialErr.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
 // awaitSession waits until the first session is established and
 // authenticates it, or says why it was not.
 func (c *Client) awaitSession(ctx context.Context, servers []string) error {
 	select {
 	case <-c.connected:
-	case <-c.untrusted:
-		return fmt.Errorf("recipe: connect to %v: %w", servers, c.lastDialErr())
+	case <-c.live.Untrusted():
+		return fmt.Errorf("recipe: connect to %v: %w", servers, c.live.LastDialErr())
 	case <-ctx.Done():
-		if err := c.lastDialErr(); err != nil {
+		if err := c.live.LastDialErr(); err != nil {
 			return fmt.Errorf("recipe: connect to %v: %w (last dial: %w)", servers, ctx.Err(), err)
 		}
-		if c.dials.Load() > 0 {
+		if c.live.Dials() > 0 {
 			return fmt.Errorf("recipe: connect to %v: %w (connections were accepted but no server completed the ZooKeeper handshake: a TLS port without WithTLS?)", servers, ctx.Err())
 		}
 		return fmt.Errorf("recipe: connect to %v: %w", servers, ctx.Err())
@@ -226,7 +208,10 @@ func (c *Client) SessionID() int64 {
 // SessionTimeout returns the session timeout the server granted (the
 // requested one until the first connection).
 func (c *Client) SessionTimeout() time.Duration {
-	return time.Duration(c.negotiatedMs.Load()) * time.Millisecond
+	if c.zk == nil {
+		return c.cfg.sessionTimeout
+	}
+	return c.zk.SessionTimeout()
 }
 
 // lossTimeout is how long the client may hear nothing before holders are
@@ -311,16 +296,6 @@ func (c *Client) endEpochLocked(e *epoch, err error) {
 	}
 }
 
-// call runs op, which performs one go-zookeeper request, and returns its
-// error, or ctx's error as soon as ctx ends. go-zookeeper has no contexts; an
-// abandoned request finishes in the background (every request ends when its
-// connection does) and its result is discarded, so op must only write to
-// variables the caller reads after a nil return.
-func (c *Client) call(ctx context.Context, op func() error) error {
-	_, err := c.callTracked(ctx, op)
-	return err
-}
-
 // goroutine runs fn on a goroutine of the client's, which Close waits for;
 // once Close has begun it starts nothing and reports false.
 func (c *Client) goroutine(fn func()) bool {
@@ -380,7 +355,12 @@ func (c *Client) Logger() *slog.Logger { return c.log }
 // recipes do not make: they share the client's session, and with it its
 // ephemeral nodes and its expiry. Do not close it (Close the client), and
 // do not rely on it across a session expiry without checking SessionID.
-func (c *Client) Conn() *zk.Conn { return c.conn }
+func (c *Client) Conn() *zk.Conn {
+	if c.live == nil {
+		return nil
+	}
+	return c.live.ZK()
+}
 
 // Tracer returns the client's tracer ([WithTracerProvider]; the global
 // provider's by default), for recipes' own spans.

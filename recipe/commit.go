@@ -222,7 +222,7 @@ func (h *Hold) commitError(ctx context.Context, err error) error {
 		return fmt.Errorf("commit: check of %s: %w", h.path, oe.Err)
 	}
 	reason := ErrNodeDeleted
-	if sid := h.l.c.zk.SessionID(); sid != 0 && sid != h.session {
+	if sid := h.l.c.zk.SessionID(); sid != 0 && sid != h.ep.session {
 		reason = ErrSessionExpired
 	}
 	h.lose(reason)
@@ -246,7 +246,7 @@ func (h *Hold) inForce() error {
 	case suspended || h.pending():
 		return fmt.Errorf("commit: %s: %w", h.path, lostError(ErrConnectionSuspended))
 	}
-	if sid := h.l.c.zk.SessionID(); sid != 0 && sid != h.session {
+	if sid := h.l.c.zk.SessionID(); sid != 0 && sid != h.ep.session {
 		// A new session: the hold's expired, and its node went with it.
 		h.lose(ErrSessionExpired)
 		return fmt.Errorf("commit: %s: %w", h.path, lostError(ErrSessionExpired))

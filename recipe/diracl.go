@@ -21,7 +21,8 @@ import (
 // reaped the empty container.
 //
 // The check reads the directory's ACL, with a data watch on the directory,
-// once per incarnation of the directory (two requests, in one round trip):
+// once per client and incarnation of the directory (two requests, in one
+// round trip; see dirACLs):
 // the watch fires when the directory is deleted (reaped, or deleted and
 // made again), or its session's watches end, and the next acquire checks
 // again. An acquire also looks at the watch once it would hold, and checks
@@ -190,46 +191,135 @@ func (c *Client) getACL(ctx context.Context, path string) ([]zk.ACL, *zk.Stat, e
 
 var errNoACLReader = errors.New("recipe: the connection reads no ACLs")
 
-// dirChecked is the incarnation of a lock directory whose ACL a Lock has
-// checked: its czxid, and the data watch that fires when it goes.
-type dirChecked struct {
+// dirACLs is what a client knows of the ACLs of its lock directories:
+// for each directory it checked, the permissions it found nobody else has,
+// and the data watch that fires when that incarnation of the directory
+// goes. The check is made once per client and incarnation, however many
+// handles acquire there: a handle made for one acquire, one after
+// another, costs no request and no watch of its own, and concurrent first
+// acquires wait for one check. What the client keeps is an entry per
+// directory whose watch has not fired (go-zookeeper keeps the watch's
+// channel until then anyway); entries whose directory went are swept
+// whenever the table has doubled since the last sweep.
+type dirACLs struct {
 	mu    sync.Mutex
-	czxid int64
-	gone  <-chan zk.Event // nil: nothing checked
+	byDir map[string]*dirCheck
+	swept int // entries after the last sweep
 }
 
-// current reports whether the checked incarnation is, as far as the
-// events received tell, still the directory.
-func (d *dirChecked) current() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.gone == nil {
-		return false
-	}
-	select {
-	case <-d.gone:
-		d.gone = nil
-		return false
-	default:
+// dirCheck is the check of one directory.
+type dirCheck struct {
+	perms    int32           // the guarded permissions nobody else has; 0: not checked
+	gone     <-chan zk.Event // fires when the incarnation checked goes
+	checking chan struct{}   // closed when the check under way ends; nil: none
+}
+
+// fired reports whether e's directory went, as far as the events received
+// tell. dirACLs.mu is held.
+func (e *dirCheck) fired() bool {
+	if e.gone == nil {
 		return true
 	}
+	select {
+	case <-e.gone:
+		e.gone, e.perms = nil, 0
+		return true
+	default:
+		return false
+	}
 }
 
-func (d *dirChecked) set(czxid int64, gone <-chan zk.Event) {
+// begin looks up the check of dir for perms. It returns checked when the
+// current incarnation of dir was checked for them; otherwise, wait when
+// another acquire is checking dir (look again once it is closed), or e
+// when the caller is to check it and report with end.
+func (d *dirACLs) begin(dir string, perms int32) (checked bool, wait <-chan struct{}, e *dirCheck) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.czxid, d.gone = czxid, gone
+	e = d.byDir[dir]
+	switch {
+	case e == nil:
+		if d.byDir == nil {
+			d.byDir = map[string]*dirCheck{}
+		}
+		e = &dirCheck{}
+		d.byDir[dir] = e
+	case e.checking != nil:
+		return false, e.checking, nil
+	case e.perms&perms == perms && !e.fired():
+		return true, nil, nil
+	}
+	e.checking = make(chan struct{})
+	return false, nil, e
+}
+
+// end reports the check of dir that begin handed out: passed, for perms,
+// with gone the watch on the incarnation checked; or not (a directory
+// refused, missing, or not read), which leaves nothing kept.
+func (d *dirACLs) end(dir string, e *dirCheck, passed bool, perms int32, gone <-chan zk.Event) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	close(e.checking)
+	e.checking = nil
+	if passed {
+		e.perms, e.gone = perms, gone
+	} else if e.fired() && d.byDir[dir] == e {
+		delete(d.byDir, dir)
+	}
+	if len(d.byDir) > 2*max(d.swept, 64) {
+		d.sweep()
+	}
+}
+
+// sweep forgets the directories that went. d.mu is held.
+func (d *dirACLs) sweep() {
+	for dir, e := range d.byDir {
+		if e.checking == nil && e.fired() {
+			delete(d.byDir, dir)
+		}
+	}
+	d.swept = len(d.byDir)
+	if d.swept == 0 {
+		d.byDir = nil // a map never gives back what it grew to
+	}
 }
 
 // checkDir checks the ACL of the lock directory, unless the client does
-// not check ACLs or this incarnation of the directory was checked. A
-// missing directory passes: the create that follows fails, the directory
-// is made, with the client's ACL, and checked before the next create.
+// not check ACLs or it checked this incarnation of the directory already
+// (for this lock's guarded permissions, see dirACLs). A missing directory
+// passes: the create that follows fails, the directory is made, with the
+// client's ACL, and checked before the next create.
 func (l *Lock) checkDir(ctx context.Context) error {
 	c := l.c
-	if !c.checksDirACL() || l.dirACL.current() {
+	if !c.checksDirACL() {
 		return nil
 	}
+	perms := l.guarded()
+	for {
+		checked, wait, e := c.dirACLs.begin(l.dir, perms)
+		switch {
+		case checked:
+			return nil
+		case wait != nil:
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		gone, err := l.readDirACL(ctx, perms)
+		c.dirACLs.end(l.dir, e, err == nil && gone != nil, perms, gone)
+		return err
+	}
+}
+
+// readDirACL reads the ACL of the lock directory and checks that it grants
+// none of perms to others. It returns the data watch it set on the
+// directory: nil when there is nothing to watch (no directory, or a seam
+// that reads no ACLs).
+func (l *Lock) readDirACL(ctx context.Context, perms int32) (<-chan zk.Event, error) {
+	c := l.c
 	for range maxSetupTries {
 		var (
 			acl        []zk.ACL
@@ -243,27 +333,26 @@ func (l *Lock) checkDir(ctx context.Context) error {
 		both.Wait()
 		switch {
 		case errors.Is(errA, errNoACLReader):
-			return nil
+			return nil, nil
 		case errors.Is(errA, zk.ErrNoNode) || errors.Is(errW, zk.ErrNoNode):
-			return nil
+			return nil, nil
 		case errA != nil:
-			return opError("read ACL of", l.dir, errA)
+			return nil, opError("read ACL of", l.dir, errA)
 		case errW != nil:
-			return opError("read", l.dir, errW)
+			return nil, opError("read", l.dir, errW)
 		case st.Czxid != stW.Czxid:
 			continue // made again between the two reads
 		}
-		if bad := c.foreignGrants(acl, l.guarded()); len(bad) > 0 {
+		if bad := c.foreignGrants(acl, perms); len(bad) > 0 {
 			what := "delete the holder's node"
-			if l.guarded()&zk.PermWrite != 0 {
+			if perms&zk.PermWrite != 0 {
 				what = "delete the holder's node or change the parameters the directory holds"
 			}
-			return fmt.Errorf("%w: %s grants %s, which this client's ACL does not: such a client could %s; "+
+			return nil, fmt.Errorf("%w: %s grants %s, which this client's ACL does not: such a client could %s; "+
 				"set the directory's ACL (docs/operations.md), or accept it with WithAnyDirectoryACL",
 				ErrDirectoryACL, l.dir, strings.Join(bad, ", "), what)
 		}
-		l.dirACL.set(st.Czxid, gone)
-		return nil
+		return gone, nil
 	}
-	return opError("read ACL of", l.dir, zk.ErrNoNode)
+	return nil, opError("read ACL of", l.dir, zk.ErrNoNode)
 }

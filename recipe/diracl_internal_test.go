@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -78,5 +79,60 @@ func TestGuardedWrite(t *testing.T) {
 		if got := c.foreignGrants(dir, l.guarded()); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: foreignGrants = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestDirACLsTable checks the client's table of checked directories: one
+// check at a time per directory, reused until its watch fires or a lock
+// needs more permissions closed, nothing kept of a check that failed, and
+// the entries of directories that went swept as the table grows.
+func TestDirACLsTable(t *testing.T) {
+	var d dirACLs
+	const dir = "/a/lock"
+	checked, wait, e := d.begin(dir, guardedPerms)
+	if checked || wait != nil || e == nil {
+		t.Fatalf("first begin: %v, %v, %v; want to check", checked, wait, e)
+	}
+	if checked, wait, e2 := d.begin(dir, guardedPerms); checked || wait == nil || e2 != nil {
+		t.Fatalf("begin during a check: %v, %v, %v; want to wait", checked, wait, e2)
+	}
+	gone := make(chan zk.Event, 1)
+	d.end(dir, e, true, guardedPerms, gone)
+	if checked, _, _ := d.begin(dir, guardedPerms); !checked {
+		t.Fatal("begin after a check: not checked")
+	}
+	// A semaphore's directory needs WRITE closed too: checked again, and
+	// that check serves the mutex's permissions as well.
+	checked, _, e = d.begin(dir, guardedPerms|zk.PermWrite)
+	if checked || e == nil {
+		t.Fatal("begin for more permissions: checked")
+	}
+	gone2 := make(chan zk.Event, 1)
+	d.end(dir, e, true, guardedPerms|zk.PermWrite, gone2)
+	if checked, _, _ := d.begin(dir, guardedPerms); !checked {
+		t.Fatal("begin for fewer permissions: not checked")
+	}
+	// The directory goes: checked again; a refusal keeps nothing.
+	gone2 <- zk.Event{Type: zk.EventNodeDeleted, Path: dir}
+	checked, _, e = d.begin(dir, guardedPerms)
+	if checked || e == nil {
+		t.Fatal("begin after the watch fired: checked")
+	}
+	d.end(dir, e, false, guardedPerms, nil)
+	if len(d.byDir) != 0 {
+		t.Fatalf("%d entries after a refused check, want 0", len(d.byDir))
+	}
+	// Many directories that went: swept once the table doubled.
+	for i := range 1000 {
+		name := fmt.Sprintf("/d%d", i)
+		_, _, e := d.begin(name, guardedPerms)
+		ch := make(chan zk.Event, 1)
+		d.end(name, e, true, guardedPerms, ch)
+		if i%10 != 0 {
+			ch <- zk.Event{Type: zk.EventNodeDeleted, Path: name}
+		}
+	}
+	if n := len(d.byDir); n > 300 {
+		t.Errorf("%d entries for 100 directories still there, want the others swept", n)
 	}
 }

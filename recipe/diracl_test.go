@@ -126,8 +126,9 @@ func TestDirectoryACLSquat(t *testing.T) {
 }
 
 // The check costs two requests (the directory's ACL, and its data with a
-// watch, in one round trip) on the first acquire of a handle in a
-// directory; the acquires after it cost what they cost without the check.
+// watch, in one round trip) on the client's first acquire in a directory;
+// the acquires after it, by that handle or a new one, cost what they cost
+// without the check.
 func TestDirectoryACLCost(t *testing.T) {
 	srv := zktest.Shared(t)
 	ctx := locktest.Ctx(t, 30*time.Second)
@@ -162,6 +163,11 @@ func TestDirectoryACLCost(t *testing.T) {
 	}
 	if two.RoundTrips() != plain.RoundTrips() {
 		t.Errorf("a checked cycle costs %d requests, an unchecked one %d", two.RoundTrips(), plain.RoundTrips())
+	}
+	fresh, err := mutex.New(checked, path)
+	must(t, err)
+	if other := cycle(checked, fresh); other.RoundTrips() != plain.RoundTrips() {
+		t.Errorf("a new handle's first cycle costs %d requests, an unchecked one %d", other.RoundTrips(), plain.RoundTrips())
 	}
 }
 

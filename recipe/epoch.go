@@ -131,7 +131,7 @@ func (c *Client) suspended(e *epoch) bool {
 }
 
 // monotonic is the seam's clock: the time since it was made, monotonic.
-func (c *Client) monotonic() int64 { return int64(c.zk.now()) }
+func (c *Client) monotonic() int64 { return int64(c.zk.Now()) }
 
 // heard notes that a server was heard from now.
 func (c *Client) heard() { c.heardAt(c.monotonic()) }
@@ -152,7 +152,7 @@ func (c *Client) heardAt(sentAt int64) {
 // silence is how long, on the seam's clock, nothing was heard from a
 // server.
 func (c *Client) silence() time.Duration {
-	return c.zk.now() - time.Duration(c.lastHeard.Load())
+	return c.zk.Now() - time.Duration(c.lastHeard.Load())
 }
 
 // suspendIfSilent judges the silence now, as the watchdog would at its next
@@ -256,7 +256,7 @@ func (c *Client) trustedLocked() {
 	c.trust = make(chan struct{})
 }
 
-// rewatched is told by the wire tap that the server answered the watches
+// rewatched is told by the transport that the server answered the watches
 // go-zookeeper set again on a new connection (setWatches). go-zookeeper
 // v1.0.4 may send them with a last zxid past a change it has not seen (a
 // reply to a request queued during the outage can be read before it

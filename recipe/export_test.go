@@ -11,4 +11,4 @@ func DeleteNode(ctx context.Context, c *Client, path string) error { return c.de
 
 // SplitWrites makes go-zookeeper's frames on c go out in two writes each,
 // as a go-zookeeper that wrote its frames in pieces would.
-func SplitWrites(c *Client) { c.splitWrites.Store(true) }
+func SplitWrites(c *Client) { c.live.SplitWrites() }

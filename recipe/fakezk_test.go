@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/recipe/internal/transport"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
@@ -326,7 +327,7 @@ func (f *fakeZK) silence() {
 	f.mu.Lock()
 	f.mute = false
 	f.mu.Unlock()
-	f.c.heardAt(int64(f.now()))
+	f.c.heardAt(int64(f.Now()))
 }
 
 func (f *fakeZK) advance(d time.Duration) {
@@ -518,13 +519,23 @@ func (f *fakeZK) Close() {
 	f.closed = true
 }
 
-func (f *fakeZK) createZxid(path string) (int64, bool) {
+func (f *fakeZK) CreateZxid(path string) (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	zxid, ok := f.zxids[path]
 	delete(f.zxids, path)
 	return zxid, ok
 }
+
+// CreateThenRead runs production's create with reads behind it
+// (transport.CreateThenRead) over the fake's requests: the fake tells when
+// the create is written (createWritten).
+func (f *fakeZK) CreateThenRead(path string, data []byte, flags int32, acl []zk.ACL, dir string, readDir bool) (transport.Created, error) {
+	return transport.CreateThenRead(f, f.createWritten, path, data, flags, acl, dir, readDir)
+}
+
+// SessionTimeout is the client's: the fake grants what it asks for.
+func (f *fakeZK) SessionTimeout() time.Duration { return f.c.cfg.sessionTimeout }
 
 func (f *fakeZK) createWritten(path string) (<-chan struct{}, func()) {
 	f.mu.Lock()
@@ -540,7 +551,7 @@ func (f *fakeZK) createWritten(path string) (<-chan struct{}, func()) {
 	}
 }
 
-func (f *fakeZK) now() time.Duration {
+func (f *fakeZK) Now() time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.clock

@@ -24,8 +24,7 @@ type Hold struct {
 	node    string
 	path    string
 	token   int64
-	session int64
-	ep      *epoch
+	ep      *epoch // its session is the node's owner
 	prefix  string // protected prefix of the node
 	sweep   bool   // a duplicate of the node may appear: sweep the prefix when done
 	tracked bool   // in ep's list of holds told of its end (under ep.holdsMu)
@@ -73,7 +72,6 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		node:    node,
 		path:    join(l.dir, node),
 		token:   token,
-		session: ep.session,
 		prefix:  prefix,
 		sweep:   sweep,
 		ep:      ep,
@@ -426,7 +424,7 @@ func (h *Hold) deleteNode(ctx context.Context) error {
 	c := h.l.c
 	maybeDeleted := false // a delete was sent whose reply was lost
 	err := c.retryDo(ctx, h.l.releaseNote, func(ctx context.Context) error {
-		if sid := c.zk.SessionID(); sid != 0 && sid != h.session {
+		if sid := c.zk.SessionID(); sid != 0 && sid != h.ep.session {
 			return ErrSessionExpired
 		}
 		err := c.delete(ctx, h.path)

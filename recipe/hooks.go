@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/google/uuid"
 )
 
@@ -38,14 +37,6 @@ func (l *lockedRand) Read(p []byte) (int, error) {
 		p[i] = byte(l.r.Uint32())
 	}
 	return len(p), nil
-}
-
-// withHooks adds the go-zookeeper options that h asks for to opts.
-func withHooks[O ~func(*zk.Conn)](h *testHooks, opts ...O) []O {
-	if h != nil && h.bufferSize > 0 {
-		opts = append(opts, O(zk.WithMaxBufferSize(h.bufferSize)), O(zk.WithMaxConnBufferSize(h.bufferSize)))
-	}
-	return opts
 }
 
 // newUUID returns a random UUID, from the hooks' source if they have one.

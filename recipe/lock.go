@@ -94,8 +94,6 @@ type Lock struct {
 	// requests from every re-queuing holder slows the server's answers to
 	// the waiters being handed the lock.
 	busy atomic.Bool
-
-	dirACL dirChecked // the incarnation of the directory whose ACL was checked
 }
 
 // errDirData is DirMismatch's default.

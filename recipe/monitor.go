@@ -379,7 +379,7 @@ func (h *Hold) rearm(ctx context.Context) (<-chan zk.Event, error) {
 	for {
 		data, st, ch, err := c.getDataW(ctx, h.path)
 		switch {
-		case err == nil && st.EphemeralOwner != h.session:
+		case err == nil && st.EphemeralOwner != h.ep.session:
 			// Not ours (cannot happen while our session lives: our node's
 			// name is unique): we hold nothing.
 			return nil, ErrNodeDeleted

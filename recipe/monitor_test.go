@@ -224,7 +224,7 @@ func TestHoldSuspension(t *testing.T) {
 		f.mu.Lock()
 		f.mute = false
 		f.mu.Unlock()
-		f.c.heardAt(int64(f.now()))
+		f.c.heardAt(int64(f.Now()))
 	}
 	t.Run("the session answers again: kept", func(t *testing.T) {
 		f, h := fakeHold(t, LockSpec{}, nil, WithSuspensionTolerance())

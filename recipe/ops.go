@@ -170,93 +170,50 @@ type queueRead struct {
 }
 
 // createThenRead creates req's one node and, with req.behind set, in the
-// same round trip lists the directory (and reads its data if req.readDir).
-// The reads are sent the moment the seam has seen the create written, so
-// they follow it on the connection, and the server, which answers a
-// session's requests in order, reads after it created the node. read is
-// nil when the reads were not sent (not asked for, or the create's reply
-// came first) or were not answered before ctx ended; the caller then reads
-// separately.
+// same round trip lists the directory (and reads its data if req.readDir):
+// the seam sends the reads behind the create (transport.CreateThenRead).
+// read is nil when the reads were not sent (not asked for, or the
+// create's reply came first); the caller then reads separately. When ctx
+// ends before the replies, it returns ctx's error and the inflight
+// channel.
 func (c *Client) createThenRead(ctx context.Context, req createRequest) (createResult, error) {
-	if err := ctx.Err(); err != nil {
-		return createResult{}, err
-	}
-	c.stats.creates.Add(1)
 	path := req.paths[0]
-	var written <-chan struct{} // nil: never
+	dir := ""
 	if req.behind {
-		w, forget := c.zk.createWritten(path)
-		defer forget()
-		written = w
+		dir = req.dir
 	}
-	var out string // written by the request, read once it is done
-	cr := c.start(func() (err error) {
-		out, err = c.zk.Create(path, req.data, ephemeralSequential, c.cfg.acl)
+	if err := ctx.Err(); err != nil {
+		return createResult{}, err // nothing sent, nothing counted
+	}
+	var out created // written by the request, read once it is done
+	c.stats.creates.Add(1)
+	inflight, err := c.callTracked(ctx, func() (err error) {
+		out, err = c.zk.CreateThenRead(path, req.data, ephemeralSequential, c.cfg.acl, dir, req.readDir)
 		return err
 	})
-	var (
-		q       *queueRead
-		reads   []<-chan struct{} // closed as each read is answered
-		collect func()            // notes the reads' errors in q once they are
-	)
-	select {
-	case <-written:
-		q, reads, collect = c.readBehind(ctx, req)
-	case <-cr.done:
-	case <-ctx.Done():
+	if err != nil {
+		return createResult{inflight: inflight}, err
 	}
-	select {
-	case <-cr.done:
-	case <-ctx.Done():
-		cr.abandoned.Store(true)
-		return createResult{inflight: cr.done}, ctx.Err()
-	}
-	if cr.err != nil {
-		return createResult{}, c.mapClosed(cr.err)
-	}
-	zxid, _ := c.zk.createZxid(out)
-	res := createResult{nodes: []string{out}, zxids: []int64{zxid}}
-	for _, done := range reads {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return res, nil // the caller reads again, or gives up
+	res := createResult{nodes: []string{out.Path}, zxids: []int64{out.Zxid}}
+	if l := out.Read; l != nil {
+		c.stats.lists.Add(1)
+		res.read = &queueRead{names: l.Names, errL: c.mapClosed(l.ErrL)}
+		if l.DataRead {
+			c.stats.reads.Add(1)
+			res.read.dirData, res.read.errD = l.Data, c.mapClosed(l.ErrD)
 		}
 	}
-	if q != nil {
-		collect()
-	}
-	res.read = q
 	return res, nil
 }
 
-// readBehind sends the reads of createThenRead: the listing of the
-// directory, and its data if asked for. Each of reads is closed once its read is answered;
-// collect then fills q.
-func (c *Client) readBehind(ctx context.Context, req createRequest) (q *queueRead, reads []<-chan struct{}, collect func()) {
-	q = &queueRead{}
-	c.stats.lists.Add(1)
-	l := c.start(func() (err error) {
-		q.names, _, err = c.zk.Children(req.dir)
-		return err
-	})
-	reads = append(reads, l.done)
-	var read func() error
-	if req.readDir {
-		c.stats.reads.Add(1)
-		r := c.start(func() (err error) {
-			q.dirData, _, err = c.zk.Get(req.dir)
-			return err
-		})
-		reads = append(reads, r.done)
-		read = func() error { return r.err }
-	}
-	return q, reads, func() {
-		q.errL = c.mapClosed(l.err)
-		if read != nil {
-			q.errD = c.mapClosed(read())
-		}
-	}
+// call runs op, which performs one go-zookeeper request, and returns its
+// error, or ctx's error as soon as ctx ends. go-zookeeper has no contexts; an
+// abandoned request finishes in the background (every request ends when its
+// connection does) and its result is discarded, so op must only write to
+// variables the caller reads after a nil return.
+func (c *Client) call(ctx context.Context, op func() error) error {
+	_, err := c.callTracked(ctx, op)
+	return err
 }
 
 // callTracked is call for requests whose abandonment matters (creates):
@@ -308,7 +265,7 @@ func (c *Client) ensureDirACL(ctx context.Context, dir string, data []byte, acl 
 		})
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
-			c.zk.createZxid(dir) // nobody needs a directory's zxid
+			c.zk.CreateZxid(dir) // nobody needs a directory's zxid
 			return nil
 		case errors.Is(err, zk.ErrNoNode):
 			if err := c.ensureDirACL(ctx, parentOf(dir), nil, c.parentACL()); err != nil {

@@ -233,6 +233,11 @@ func WithTLS(cfg *tls.Config) Option {
 	return func(c *config) { c.tls, c.tlsSet = cfg, true }
 }
 
+// DefaultMaxFrame is the largest frame a client accepts from a server by
+// default ([WithMaxFrame]): room for a listing of 100,000 children with
+// protected names (about 6 MB).
+const DefaultMaxFrame = 8 << 20
+
 // ZooKeeper refuses, by closing the connection, any request larger than its
 // jute.maxbuffer, 0xfffff bytes by default.
 const (

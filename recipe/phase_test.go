@@ -257,8 +257,8 @@ var phaseCases = []phaseCase{
 			if n := e.f.count("create"); n != 1 {
 				t.Errorf("%d creates, want 1: the node outlives the silence", n)
 			}
-			if hs[0].session != 0x100 {
-				t.Errorf("held in session 0x%x, want the first", hs[0].session)
+			if hs[0].ep.session != 0x100 {
+				t.Errorf("held in session 0x%x, want the first", hs[0].ep.session)
 			}
 		},
 	},
@@ -330,8 +330,8 @@ func checkOneNode(t *testing.T, e *phaseEnv, hs []*Hold) {
 func checkNewSession(t *testing.T, e *phaseEnv, hs []*Hold) {
 	t.Helper()
 	for _, h := range hs {
-		if sid := e.f.SessionID(); h.session != sid || sid == 0x100 {
-			t.Errorf("held in session 0x%x; the session now is 0x%x, the first 0x100", h.session, sid)
+		if sid := e.f.SessionID(); h.ep.session != sid || sid == 0x100 {
+			t.Errorf("held in session 0x%x; the session now is 0x%x, the first 0x100", h.ep.session, sid)
 		}
 	}
 }

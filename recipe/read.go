@@ -122,7 +122,7 @@ func (c *Client) EnsurePath(ctx context.Context, path string) error {
 				return err
 			})
 		})
-		c.zk.createZxid(p) // a parent's zxid is nobody's token
+		c.zk.CreateZxid(p) // a parent's zxid is nobody's token
 		switch {
 		case err == nil, errors.Is(err, zk.ErrNodeExists):
 			return nil

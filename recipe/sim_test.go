@@ -402,7 +402,7 @@ func (r *simRun) cycleLoop(cl *simClient, rng *rand.Rand) {
 			time.Sleep(time.Duration(rng.IntN(50)) * time.Millisecond)
 			continue
 		}
-		sh := &simHold{h: h, client: cl.id, session: h.session, token: h.Token(), node: h.Node(), mode: mode, done: h.Done()}
+		sh := &simHold{h: h, client: cl.id, session: h.ep.session, token: h.Token(), node: h.Node(), mode: mode, done: h.Done()}
 		r.granted(sh)
 		r.logf("client %d: holds %s (token %d)", cl.id, h.Node(), h.Token())
 		r.hold(cl, h, sh, rng)

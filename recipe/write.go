@@ -69,7 +69,7 @@ func (c *Client) Create(ctx context.Context, path string, data []byte) error {
 			return err
 		})
 	})
-	c.zk.createZxid(path) // forget the tap's note: a plain node is nobody's token
+	c.zk.CreateZxid(path) // forget the tap's note: a plain node is nobody's token
 	if err != nil && tries > 1 && errors.Is(err, zk.ErrNodeExists) && c.madeAsAsked(ctx, path, data) {
 		return nil
 	}

@@ -160,7 +160,9 @@ func TestDoContext(t *testing.T) {
 			name: "deadline while waiting",
 			p:    Forever(time.Hour),
 			ctx: func() (context.Context, context.CancelFunc) {
-				return context.WithTimeout(context.Background(), time.Millisecond)
+				// Long enough that the first call comes before it on a
+				// loaded machine.
+				return context.WithTimeout(context.Background(), 200*time.Millisecond)
 			},
 			wantCalls: 1,
 			wantIs:    []error{context.DeadlineExceeded},
@@ -170,7 +172,7 @@ func TestDoContext(t *testing.T) {
 			name: "deadline during retries",
 			p:    Forever(100 * time.Microsecond),
 			ctx: func() (context.Context, context.CancelFunc) {
-				return context.WithTimeout(context.Background(), 2*time.Millisecond)
+				return context.WithTimeout(context.Background(), 200*time.Millisecond)
 			},
 			wantCalls: -1, // some
 			wantIs:    []error{context.DeadlineExceeded},

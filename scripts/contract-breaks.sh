@@ -6,11 +6,12 @@
 #   scripts/contract-breaks.sh [NAME...]
 #
 # The wire tap rests on how go-zookeeper uses its connection; the
-# contract tests (recipe/contract_test.go) pin each assumption on the
-# version in go.mod. For each patches/contract/NAME.patch (all of them by
+# contract tests (recipe/internal/transport/contract_test.go) pin each
+# assumption on the version in go.mod. For each
+# recipe/internal/transport/testdata/contract/NAME.patch (all of them by
 # default), this copies go-zookeeper as the repository builds it
 # (.cache/go-zookeeper-zk, from scripts/patched-zk.sh), applies the patch
-# (a deliberate break of one assumption), builds the recipe tests against
+# (a deliberate break of one assumption), builds the transport's tests against
 # it and runs the contract test the patch names on its "Breaks:" line,
 # which must fail. It runs every contract test on the unbroken copy first,
 # which must pass. A server comes from zktest, as for make test.
@@ -23,6 +24,8 @@ set -euo pipefail
 REPO=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 GO=${GO:-go}
 cd -- "$REPO"
+pkg=./recipe/internal/transport/
+patches=recipe/internal/transport/testdata/contract
 
 GO=$GO scripts/patched-zk.sh
 base="$REPO/.cache/go-zookeeper-zk"
@@ -43,17 +46,17 @@ export ZKTEST_REQUIRED=${ZKTEST_REQUIRED:-1}
 status=0
 
 echo "== unbroken: every contract test must pass"
-if ! GOWORK=$base/../go.work "$GO" test -count=1 -run '^TestContract' ./recipe/ >"$tmp/unbroken.log" 2>&1; then
+if ! GOWORK=$base/../go.work "$GO" test -count=1 -run '^TestContract' "$pkg" >"$tmp/unbroken.log" 2>&1; then
 	cat "$tmp/unbroken.log"
 	echo "FAIL: the contract tests fail on go-zookeeper as the repository builds it"
 	status=1
 fi
 
 if (($# == 0)); then
-	set -- $(cd patches/contract && ls -- *.patch | sed 's/\.patch$//')
+	set -- $(cd "$patches" && ls -- *.patch | sed 's/\.patch$//')
 fi
 for name in "$@"; do
-	patch="$REPO/patches/contract/$name.patch"
+	patch="$REPO/$patches/$name.patch"
 	test=$(awk '$1 == "Breaks:" { print $2; exit }' "$patch")
 	[[ -n $test ]] || { echo "$name: no Breaks: line"; status=1; continue; }
 	copy="$tmp/$name"
@@ -62,7 +65,7 @@ for name in "$@"; do
 	(cd -- "$copy" && git apply -- "$patch")
 	work=$(workspace "$copy")
 	start=$SECONDS
-	if GOWORK=$work "$GO" test -count=1 -timeout 3m -run "^$test\$" ./recipe/ >"$tmp/$name.log" 2>&1; then
+	if GOWORK=$work "$GO" test -count=1 -timeout 3m -run "^$test\$" "$pkg" >"$tmp/$name.log" 2>&1; then
 		echo "FAIL: $name: $test passed with the break ($((SECONDS - start))s)"
 		status=1
 	elif grep -q -- "--- FAIL: $test" "$tmp/$name.log"; then

@@ -78,6 +78,15 @@ func newCommand(name, help string) *command {
 type proc struct {
 	stdout, stderr io.Writer
 	getenv         func(string) (string, bool) // os.LookupEnv
+	queueLimit     time.Duration               // the limit of leader, ls and rm; 0: queueTimeout
+}
+
+// limit returns how long leader, ls and rm may take once connected.
+func (p *proc) limit() time.Duration {
+	if p.queueLimit > 0 {
+		return p.queueLimit
+	}
+	return queueTimeout
 }
 
 // connFlags are the connection flags every command takes.

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 	"unicode/utf16"
@@ -75,7 +77,9 @@ flags:
                                  credentials' ACL and TLS: see "zklock --help"
 `
 
-// queueTimeout bounds the requests of leader, ls and rm.
+// queueTimeout bounds the requests of leader, ls and rm, once connected: a
+// queue too long to read within it (or a server too slow) ends the command
+// with an error that says so (see pastLimit).
 const queueTimeout = 30 * time.Second
 
 func newLeaderCommand() *command {
@@ -106,14 +110,14 @@ func newLeaderCommand() *command {
 		if watch {
 			return watchLeaders(p, e)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), p.limit())
 		defer cancel()
 		id, err := currentLeader(ctx, e)
 		if errors.Is(err, leader.ErrNoLeader) {
 			return failf(exitNoLeader, "nobody leads at %s", path)
 		}
 		if err != nil {
-			return zkError(err)
+			return pastLimit(ctx, cmd.name, path, p.limit(), err)
 		}
 		fmt.Fprintln(p.stdout, recipe.Quote(id))
 		return nil
@@ -171,28 +175,81 @@ var errUnknown = errors.New("zklock: number of leases unknown")
 // queueDriver decides whether a node of any kind holds, among the nodes
 // of its own family in the sorted queue, with the driver of its recipe.
 // leases is the number of leases of a semaphore, 0 when unknown.
+//
+// It is a [driver.Positioner]: the engine judges every node of a listing
+// at its index, and the families of a listing are sorted out once, on its
+// first node, so that judging a queue of n nodes takes time linear in n.
 func queueDriver(leases int) driver.Driver {
-	return driver.DriverFunc(func(sorted []string, self string) (driver.Decision, error) {
-		kind := kindOf(self)
-		var own []string
-		for _, n := range sorted {
-			if familyOf(kindOf(n)) == familyOf(kind) {
-				own = append(own, n)
-			}
+	return &queueDecider{leases: leases}
+}
+
+// queueDecider is queueDriver's driver. It keeps the families of the last
+// listing it was asked about.
+type queueDecider struct {
+	leases int
+
+	mu     sync.Mutex
+	sorted []string   // the listing below is of (the caller's slice)
+	own    [][]string // by index in sorted: the nodes of its family, in order
+	at     []int      // by index in sorted: its index in own[i]
+}
+
+func (q *queueDecider) Decide(sorted []string, self string) (driver.Decision, error) {
+	i := slices.Index(sorted, self)
+	if i < 0 {
+		return driver.Decision{}, fmt.Errorf("%w: %q", driver.ErrNotInQueue, self)
+	}
+	return q.DecideAt(sorted, i)
+}
+
+func (q *queueDecider) DecideAt(sorted []string, i int) (driver.Decision, error) {
+	if i < 0 || i >= len(sorted) {
+		return driver.Decision{}, fmt.Errorf("%w: index %d of %d", driver.ErrNotInQueue, i, len(sorted))
+	}
+	own, at := q.family(sorted, i)
+	self := sorted[i]
+	kind := kindOf(self)
+	if kind == "lease" && q.leases < 1 {
+		return driver.Decision{}, errUnknown
+	}
+	d := driver.Mutex() // for a node of no known kind
+	if ln, _, ok := driver.KindOf(self); ok {
+		k, _ := driver.KindNamed(ln)
+		var err error
+		if d, err = k.Driver(q.leases); err != nil {
+			return driver.Decision{}, err
 		}
-		if kind == "lease" && leases < 1 {
-			return driver.Decision{}, errUnknown
-		}
-		d := driver.Mutex() // for a node of no known kind
-		if ln, _, ok := driver.KindOf(self); ok {
-			k, _ := driver.KindNamed(ln)
-			var err error
-			if d, err = k.Driver(leases); err != nil {
-				return driver.Decision{}, err
-			}
-		}
-		return d.Decide(own, self)
-	})
+	}
+	return driver.DecideAt(d, own, at)
+}
+
+// family returns the nodes of sorted[i]'s family, in order, and its index
+// among them, sorting sorted out into families unless it was the listing
+// of the last call.
+func (q *queueDecider) family(sorted []string, i int) ([]string, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.sorted) != len(sorted) || &q.sorted[0] != &sorted[0] || q.sorted[i] != sorted[i] {
+		q.index(sorted)
+	}
+	return q.own[i], q.at[i]
+}
+
+// index sorts sorted out into families. q.mu is held.
+func (q *queueDecider) index(sorted []string) {
+	families := map[string][]string{}
+	fam := make([]string, len(sorted))
+	q.at = make([]int, len(sorted))
+	for i, n := range sorted {
+		fam[i] = familyOf(kindOf(n))
+		q.at[i] = len(families[fam[i]])
+		families[fam[i]] = append(families[fam[i]], n)
+	}
+	q.own = make([][]string, len(sorted))
+	for i := range sorted {
+		q.own[i] = families[fam[i]]
+	}
+	q.sorted = sorted
 }
 
 // entry is one line of ls.
@@ -378,7 +435,7 @@ func onQueue(cmd *command, p *proc, path string, leases int, fn func(context.Con
 		return err
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.limit())
 	defer cancel()
 	recorded, missing := recordedLeases(ctx, c, path)
 	if missing && cmd.name == "ls" {
@@ -397,9 +454,21 @@ func onQueue(cmd *command, p *proc, path string, leases int, fn func(context.Con
 	}
 	es, err := queue(ctx, lk, leases)
 	if err != nil {
-		return zkError(err)
+		return pastLimit(ctx, cmd.name, path, p.limit(), err)
 	}
 	return fn(ctx, lk, es, leases)
+}
+
+// pastLimit is the error of command name on path: when the command's
+// limit ended it (ctx, of that limit, has ended), an error that says so,
+// what the limit was, and why a queue can take that long; zkError's
+// otherwise.
+func pastLimit(ctx context.Context, name, path string, limit time.Duration, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, context.DeadlineExceeded) {
+		return zkError(err)
+	}
+	return failf(exitFailure, "%s %s: not done within %v, the limit of %s: the queue is too long to read "+
+		"in that time (a request per node), or the server too slow", name, path, limit, name)
 }
 
 // queueLock is the engine's view of every node of any kind in the lock

@@ -14,6 +14,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -87,7 +88,7 @@ func (l *counterLoad) work(ctx context.Context, w *worker, r *rand.Rand) {
 		cancel()
 		if err != nil {
 			_ = m.Unlock(context.Background()) // a lost hold must be let go first
-			sleep(ctx, 50*time.Millisecond)
+			locktest.Sleep(ctx, 50*time.Millisecond)
 			continue
 		}
 		release := w.watchHold(time.Now(), m.Token(), m.Done())
@@ -96,7 +97,7 @@ func (l *counterLoad) work(ctx context.Context, w *worker, r *rand.Rand) {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = m.Unlock(uctx)
 		cancel()
-		sleep(ctx, time.Duration(r.IntN(20))*time.Millisecond)
+		locktest.Sleep(ctx, time.Duration(r.IntN(20))*time.Millisecond)
 	}
 }
 
@@ -116,8 +117,8 @@ func (l *counterLoad) increment(ctx context.Context, w *worker, m *mutex.Mutex, 
 	}
 	op.Old, op.OldTag = old.v, old.tag
 	w.critical.Store(true)
-	sleep(ctx, time.Duration(20+r.IntN(60))*time.Millisecond) // the work
-	w.gate.wait(ctx)                                          // a pause lands between the read and the write
+	locktest.Sleep(ctx, time.Duration(20+r.IntN(60))*time.Millisecond) // the work
+	w.gate.wait(ctx)                                                   // a pause lands between the read and the write
 	w.critical.Store(false)
 	next := counterValue{old.v + 1, tag}.encode()
 	if l.guarded {
@@ -152,7 +153,7 @@ func (l *counterLoad) unguardedWrite(ctx context.Context, w *worker, p string, d
 		if _, err = w.client.Conn().Set(p, data, -1); err == nil {
 			return OK, nil
 		}
-		if !sleep(ctx, 100*time.Millisecond) {
+		if !locktest.Sleep(ctx, 100*time.Millisecond) {
 			break
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -114,7 +115,7 @@ type nemesis struct {
 func (n *nemesis) run(ctx context.Context, steps []Step, length time.Duration) {
 	end := time.Now().Add(length)
 	for _, s := range steps {
-		if !sleep(ctx, s.Gap) || time.Now().Add(s.Hold).After(end) {
+		if !locktest.Sleep(ctx, s.Gap) || time.Now().Add(s.Hold).After(end) {
 			return
 		}
 		f := Fault{Kind: s.Kind, Start: time.Now()}
@@ -127,7 +128,7 @@ func (n *nemesis) run(ctx context.Context, steps []Step, length time.Duration) {
 			n.log("nemesis: %s: %v", s.Kind, err)
 		}
 		n.log("nemesis: %s %s for %v", s.Kind, target, s.Hold)
-		sleep(ctx, s.Hold)
+		locktest.Sleep(ctx, s.Hold)
 		heal()
 		f.Healed = time.Now()
 		if err := n.e.WaitQuorum(90 * time.Second); err != nil {
@@ -139,7 +140,7 @@ func (n *nemesis) run(ctx context.Context, steps []Step, length time.Duration) {
 		// Let the workloads show progress before the next fault.
 		deadline := f.Whole.Add(n.bound + 5*time.Second)
 		for !n.progressed(f.Whole) && time.Now().Before(deadline) {
-			if !sleep(ctx, 100*time.Millisecond) {
+			if !locktest.Sleep(ctx, 100*time.Millisecond) {
 				return
 			}
 		}
@@ -293,18 +294,6 @@ func workerIDs(ws []*worker) string {
 		ids[i] = w.id
 	}
 	return fmt.Sprintf("workers %v", ids)
-}
-
-// sleep waits d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // gate stops a worker at its pause points while closed.

@@ -14,6 +14,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -197,9 +198,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		return true
 	}
-	sleep(ctx, 3*time.Second) // a quiet start
+	locktest.Sleep(ctx, 3*time.Second) // a quiet start
 	n.run(ctx, Schedule(cfg.Seed, cfg.Members, cfg.Length, cfg.Session), cfg.Length)
-	sleep(ctx, 2*time.Second)
+	locktest.Sleep(ctx, 2*time.Second)
 	stop()
 	wg.Wait()
 	if err := counter.finalRead(admin, hist); err != nil {

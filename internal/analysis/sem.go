@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/semaphore"
@@ -36,7 +37,7 @@ func (l *semLoad) work(ctx context.Context, w *worker, r *rand.Rand) {
 		lease, err := s.Acquire(actx)
 		cancel()
 		if err != nil {
-			sleep(ctx, 50*time.Millisecond)
+			locktest.Sleep(ctx, 50*time.Millisecond)
 			continue
 		}
 		granted := time.Now()
@@ -54,7 +55,7 @@ func (l *semLoad) work(ctx context.Context, w *worker, r *rand.Rand) {
 		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = lease.Release(rctx)
 		cancel()
-		sleep(ctx, time.Duration(r.IntN(50))*time.Millisecond)
+		locktest.Sleep(ctx, time.Duration(r.IntN(50))*time.Millisecond)
 	}
 }
 
@@ -95,7 +96,7 @@ func (l *leaderLoad) work(ctx context.Context, w *worker, r *rand.Rand) {
 				}
 			}
 			w.hist.op(op)
-			if !sleep(tctx, 50*time.Millisecond) {
+			if !locktest.Sleep(tctx, 50*time.Millisecond) {
 				return nil
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/mutex"
 )
 
@@ -80,7 +81,7 @@ func (l *storeLoad) work(ctx context.Context, w *worker, r *rand.Rand) {
 		cancel()
 		if err != nil {
 			_ = m.Unlock(context.Background())
-			sleep(ctx, 50*time.Millisecond)
+			locktest.Sleep(ctx, 50*time.Millisecond)
 			continue
 		}
 		token := m.Token()
@@ -103,7 +104,7 @@ func (l *storeLoad) work(ctx context.Context, w *worker, r *rand.Rand) {
 				w.ok(op.Return)
 			}
 			w.hist.op(op)
-			sleep(ctx, time.Duration(20+r.IntN(40))*time.Millisecond)
+			locktest.Sleep(ctx, time.Duration(20+r.IntN(40))*time.Millisecond)
 		}
 		w.critical.Store(false)
 		release()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 )
 
 // Ends are the faults of the liveness grid: each is injected once, after
@@ -25,7 +27,7 @@ const endWarmup = 700 * time.Millisecond
 // begin waits out the warm-up and cuts the ghosts off; false when ctx
 // ended first.
 func (e *Env) beginEnd(ctx context.Context) bool {
-	if !sleep(ctx, endWarmup) {
+	if !locktest.Sleep(ctx, endWarmup) {
 		return false
 	}
 	e.Vanish()
@@ -87,15 +89,15 @@ func endExpiry(ctx context.Context, e *Env) (int, error) {
 	}
 	n := 0
 	for round := range 3 {
-		if round > 0 && !sleep(ctx, 500*time.Millisecond) {
+		if round > 0 && !locktest.Sleep(ctx, 500*time.Millisecond) {
 			break
 		}
 		ws := e.pinHolders()
 		for _, c := range e.Cells {
 			for _, w := range c.Workers {
-				from := time.Now()
+				sid, from := w.Client.SessionID(), time.Now()
 				_, err := w.Proxy.ExpireSessions()
-				c.expired(w, from, time.Now())
+				c.expired(w, sid, from, time.Now())
 				if err != nil {
 					unpin(ws)
 					return n, err
@@ -224,32 +226,44 @@ func (m ClientMode) Apply(cfg Config) Config {
 	return cfg
 }
 
-// expired notes that w's session was expired on the server between from
-// and to; the server deletes its nodes at once, so a hold of w's granted
-// before to ended in truth then, whenever w learns it.
-func (c *Cell) expired(w *Worker, from, to time.Time) {
+// expiry is one forced expiry of a worker's session: from and to bound
+// the moment the server ended it, session is the one the worker's client
+// had when it began.
+type expiry struct {
+	from, to time.Time
+	session  int64
+}
+
+// expired notes that w's session (sid, its client's at from) was expired
+// on the server between from and to; the server deletes its nodes at
+// once, so a hold of w's granted before to, or granted on that session
+// at any time (decided on a listing read before the expiry, returned
+// before the client learned of it), ended in truth then, whenever w
+// learns it.
+func (c *Cell) expired(w *Worker, sid int64, from, to time.Time) {
 	ep := c.log()
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	if ep.expiredAt == nil {
-		ep.expiredAt = map[int][][2]time.Time{}
+		ep.expiredAt = map[int][]expiry{}
 	}
-	ep.expiredAt[w.ID] = append(ep.expiredAt[w.ID], [2]time.Time{from, to})
+	ep.expiredAt[w.ID] = append(ep.expiredAt[w.ID], expiry{from, to, sid})
 }
 
 // clipExpired returns ivs with every interval that may span a forced
 // expiry of its worker's session ended as early as the expiry could have
 // been, and left out if that is before it began (it was granted while the
-// session was being expired).
-func clipExpired(ivs []Interval, at map[int][][2]time.Time) []Interval {
+// session was being expired, or on the expired session).
+func clipExpired(ivs []Interval, at map[int][]expiry) []Interval {
 	if len(at) == 0 {
 		return ivs
 	}
 	out := make([]Interval, 0, len(ivs))
 	for _, iv := range ivs {
 		for _, x := range at[iv.Worker] {
-			if iv.Start.Before(x[1]) && iv.End.After(x[0]) {
-				iv.End = x[0]
+			onIt := iv.Session != 0 && iv.Session == x.session
+			if iv.End.After(x.from) && (iv.Start.Before(x.to) || onIt) {
+				iv.End = x.from
 			}
 		}
 		if iv.End.After(iv.Start) {
@@ -266,7 +280,7 @@ func clipExpired(ivs []Interval, at map[int][][2]time.Time) []Interval {
 var RollingRestart = &Fault{Key: "rr", Name: "rolling restart", On: OnEnsemble, Duration: 5 * time.Minute, Inject: rollingRestart}
 
 func rollingRestart(ctx context.Context, e *Env) (int, error) {
-	if !sleep(ctx, time.Second) {
+	if !locktest.Sleep(ctx, time.Second) {
 		return 0, nil
 	}
 	ens := e.Target.Ensemble
@@ -298,7 +312,7 @@ func rollingRestart(ctx context.Context, e *Env) (int, error) {
 		}
 		e.logf("%s member %d (%s) stopped at %s (%v), serving with all three again at %s",
 			at.Format("15:04:05.000"), i, role, stopped.Format("15:04:05.000"), stopped.Sub(at).Round(time.Millisecond), time.Now().Format("15:04:05.000"))
-		if !sleep(ctx, time.Second) {
+		if !locktest.Sleep(ctx, time.Second) {
 			break
 		}
 	}

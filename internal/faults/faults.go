@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
 
@@ -201,7 +202,7 @@ func injectDrops(ctx context.Context, e *Env) (int, error) {
 	ps := e.proxies()
 	n := 0
 	for {
-		if !sleep(ctx, e.dur(50*time.Millisecond, 400*time.Millisecond)) {
+		if !locktest.Sleep(ctx, e.dur(50*time.Millisecond, 400*time.Millisecond)) {
 			return n, nil
 		}
 		for _, p := range ps {
@@ -219,7 +220,7 @@ func injectDrops(ctx context.Context, e *Env) (int, error) {
 func partition(ctx context.Context, e *Env, length, gapLo, gapHi time.Duration, others float64) (int, error) {
 	n := 0
 	for {
-		if !sleep(ctx, e.dur(gapLo, gapHi)) {
+		if !locktest.Sleep(ctx, e.dur(gapLo, gapHi)) {
 			return n, nil
 		}
 		var victims []*Worker
@@ -290,7 +291,7 @@ func injectRestart(ctx context.Context, e *Env) (int, error) {
 	srv := e.Target.Server
 	n := 0
 	for {
-		if !sleep(ctx, e.dur(time.Second, 2*time.Second)) {
+		if !locktest.Sleep(ctx, e.dur(time.Second, 2*time.Second)) {
 			return n, nil
 		}
 		ws := e.pinHolders()
@@ -316,7 +317,7 @@ func injectKillLeader(ctx context.Context, e *Env) (int, error) {
 	ens := e.Target.Ensemble
 	n := 0
 	for {
-		if !sleep(ctx, e.dur(time.Second, 2*time.Second)) {
+		if !locktest.Sleep(ctx, e.dur(time.Second, 2*time.Second)) {
 			return n, nil
 		}
 		i, err := ens.Leader()
@@ -351,7 +352,7 @@ func injectKillFollower(ctx context.Context, e *Env) (int, error) {
 	ens := e.Target.Ensemble
 	n := 0
 	for {
-		if !sleep(ctx, e.dur(time.Second, 2*time.Second)) {
+		if !locktest.Sleep(ctx, e.dur(time.Second, 2*time.Second)) {
 			return n, nil
 		}
 		l, err := ens.Leader()
@@ -382,7 +383,7 @@ func injectRestartAll(ctx context.Context, e *Env) (int, error) {
 	ens := e.Target.Ensemble
 	n := 0
 	for {
-		if !sleep(ctx, e.dur(time.Second, 2*time.Second)) {
+		if !locktest.Sleep(ctx, e.dur(time.Second, 2*time.Second)) {
 			return n, nil
 		}
 		ws := e.pinHolders()
@@ -417,17 +418,6 @@ func startAll(servers []*zktest.Server) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // Episode runs the cells of env under fault f for d (and the cells in
@@ -500,7 +490,7 @@ func Episode(ctx context.Context, f *Fault, env *Env, others []*Cell, d time.Dur
 func inject(ctx context.Context, f *Fault, env *Env, d time.Duration) (int, error) {
 	ectx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	if !sleep(ectx, 300*time.Millisecond) {
+	if !locktest.Sleep(ectx, 300*time.Millisecond) {
 		return 0, nil
 	}
 	return f.Inject(ectx, env)

@@ -26,7 +26,7 @@ import (
 // the server again, and the fault is over. go-zookeeper alone waits ten
 // receive timeouts (6.7 session timeouts: 13s for 2s sessions) for the
 // answer to its connect request before it dials again; the client bounds
-// that wait (recipe/conn.go, handshakeTimeout). The liveness grid met the
+// that wait (recipe/internal/transport/conn.go, handshakeTimeout). The liveness grid met the
 // stall after a server restart, when a reconnect landed in the server's
 // start-up.
 func TestUnansweredHandshake(t *testing.T) {

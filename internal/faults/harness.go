@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/retry"
 	"github.com/zkrecipes/zkrecipes/zktest"
@@ -303,6 +304,7 @@ type Interval struct {
 	Resumed    bool   // began when a suspension cleared (not a new grant)
 	Token      int64
 	Node       string
+	Session    int64 // the worker's session when it was granted, if known
 }
 
 // call is one Acquire or Release call.
@@ -330,9 +332,9 @@ type episodeLog struct {
 	guard     guardLog // guarded writes
 	newSess   int      // times a worker's client moved to a new session
 
-	expiredAt  map[int][][2]time.Time // forced expiries of a worker's session (see Cell.expired)
-	extra      []Interval             // holds of others than the workers (ghosts), for the liveness check
-	violations []string               // found by the episode's checks (ghosts)
+	expiredAt  map[int][]expiry // forced expiries of a worker's session (see Cell.expired)
+	extra      []Interval       // holds of others than the workers (ghosts), for the liveness check
+	violations []string         // found by the episode's checks (ghosts)
 }
 
 func (l *episodeLog) add(iv ...Interval) {
@@ -427,7 +429,7 @@ func (w *Worker) loop(ctx context.Context, ep *episodeLog) {
 			if class == classUndocumented {
 				ep.problem("worker %d: acquire returned an undocumented error: %v", w.ID, err)
 			}
-			sleepCtx(ctx, time.Duration(w.rng.Int64N(int64(50*time.Millisecond))))
+			locktest.Sleep(ctx, time.Duration(w.rng.Int64N(int64(50*time.Millisecond))))
 			continue
 		}
 		w.granted.Store(got.UnixNano())
@@ -435,7 +437,7 @@ func (w *Worker) loop(ctx context.Context, ep *episodeLog) {
 		w.hold(ctx, ep, h, got)
 		w.holding.Store(false)
 		if cfg.PauseMax > 0 {
-			sleepCtx(ctx, time.Duration(w.rng.Int64N(int64(cfg.PauseMax))))
+			locktest.Sleep(ctx, time.Duration(w.rng.Int64N(int64(cfg.PauseMax))))
 		}
 	}
 }
@@ -455,8 +457,9 @@ func (w *Worker) hold(ctx context.Context, ep *episodeLog, h *Held, start time.T
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	parts := make([]partLog, len(h.Parts))
+	sid := w.Client.SessionID()
 	for i, p := range h.Parts {
-		parts[i] = partLog{acting: true, cur: Interval{Worker: w.ID, Mode: h.Mode, Start: start, Token: p.Token, Node: p.Node}}
+		parts[i] = partLog{acting: true, cur: Interval{Worker: w.ID, Mode: h.Mode, Start: start, Token: p.Token, Node: p.Node, Session: sid}}
 	}
 	stopGuards := make(chan struct{})
 	var guards sync.WaitGroup
@@ -579,7 +582,7 @@ func (pl *partLog) flip(now time.Time) {
 		pl.cur.End, pl.cur.Suspended = now, true
 		pl.ivs = append(pl.ivs, pl.cur)
 	} else {
-		pl.cur = Interval{Worker: pl.cur.Worker, Mode: pl.cur.Mode, Start: now, Resumed: true, Token: pl.cur.Token, Node: pl.cur.Node}
+		pl.cur = Interval{Worker: pl.cur.Worker, Mode: pl.cur.Mode, Start: now, Resumed: true, Token: pl.cur.Token, Node: pl.cur.Node, Session: pl.cur.Session}
 	}
 	pl.acting = !pl.acting
 }
@@ -606,18 +609,6 @@ func (pl *partLog) release(now time.Time) {
 	if pl.acting {
 		pl.cur.End = now
 		pl.ivs = append(pl.ivs, pl.cur)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -57,7 +58,7 @@ func OverAt(ctx context.Context, tg *Target) (time.Time, error) {
 		if err == nil {
 			return time.Now(), nil
 		}
-		if !sleep(cctx, 20*time.Millisecond) {
+		if !locktest.Sleep(cctx, 20*time.Millisecond) {
 			return time.Time{}, fmt.Errorf("control client: no answer: %w", err)
 		}
 	}
@@ -102,7 +103,7 @@ func (e *Env) awaitRecovery(ctx context.Context, f *Fault) Recovery {
 		c.recovering.Store(true)
 	}
 	for time.Now().Before(rec.Limit) && !e.recovered(over) {
-		if !sleep(ctx, 20*time.Millisecond) {
+		if !locktest.Sleep(ctx, 20*time.Millisecond) {
 			break
 		}
 	}
@@ -394,11 +395,19 @@ func (g *Ghost) vanish() {
 		nodes = append(nodes, g.cell.Path+"/"+p.Node)
 	}
 	go func() {
-		deadline := time.Now().Add(4*g.cell.Target.SessionTimeout + 60*time.Second)
-		for time.Now().Before(deadline) {
+		// The session expires a timeout after the server last heard of
+		// it, and a restarting server hears nothing until it is back: the
+		// wait counts from the last moment the server could not answer,
+		// within a hard limit.
+		wait := 4*g.cell.Target.SessionTimeout + 60*time.Second
+		deadline, hard := time.Now().Add(wait), time.Now().Add(5*time.Minute)
+		for now := time.Now(); now.Before(deadline) && now.Before(hard); now = time.Now() {
 			left := 0
 			for _, n := range nodes {
 				ok, _, err := raw.Exists(n)
+				if err != nil {
+					deadline = time.Now().Add(wait)
+				}
 				if err != nil || ok {
 					left++
 				}

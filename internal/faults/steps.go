@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/recipe"
 	"github.com/zkrecipes/zkrecipes/zktest"
 )
@@ -221,7 +222,7 @@ func (g *StepRig) cycle(ctx context.Context, sr *StepRecipe, path string, s Step
 	released := 0
 	subjectHolds := func(a outcome) {
 		lost := watchDone(a.h)
-		sleepCtx(ctx, g.Hold)
+		locktest.Sleep(ctx, g.Hold)
 		released = requests()
 		ended := lost() // a release closes Done too
 		var relStart time.Time

@@ -75,9 +75,21 @@ func TestStepFaults(t *testing.T) {
 				for _, f := range faults.StepFaults {
 					name := fmt.Sprintf("%d_%s/%s", s.N, s.Op, strings.ReplaceAll(f.String(), " ", "_"))
 					t.Run(name, func(t *testing.T) {
-						r, err := rig.Run(ctx, sr, dir(), s, f)
-						if err != nil {
-							t.Fatal(err)
+						// A cycle's requests can differ by timing (a read
+						// written behind a create that failed at once is not
+						// always sent): a case whose step did not come is
+						// run again, up to three times.
+						var r faults.StepResult
+						for try := 0; try < 3; try++ {
+							var err error
+							r, err = rig.Run(ctx, sr, dir(), s, f)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if r.Fired || len(r.Problems) > 0 {
+								break
+							}
+							t.Logf("not hit (try %d): requests: %s", try+1, r.Requests)
 						}
 						cases++
 						all = append(all, r)

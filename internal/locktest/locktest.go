@@ -164,3 +164,18 @@ func Settle(t testing.TB, c *recipe.Client) {
 	}
 	t.Fatal("client never went quiet")
 }
+
+// Sleep waits d, or until ctx ends, and reports whether d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,7 +1,6 @@
-package recipe
+package transport
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -11,10 +10,9 @@ import (
 // goroutines call Next and answered (the race detector checks it), and a
 // server's answer starts the next round at once.
 func TestHostProviderConcurrentAnswers(t *testing.T) {
-	c := &Client{cfg: defaultConfig()}
-	c.lifetime, c.cancelLife = context.WithCancel(context.Background())
-	defer c.cancelLife()
-	h := &hostProvider{c: c}
+	c := New(Config{SessionTimeout: 2 * time.Second}, &countUp{})
+	defer c.Close()
+	h := &hostProvider{t: c}
 	if err := h.Init([]string{"127.0.0.1:1", "127.0.0.1:2"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package recipe
+package transport
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package recipe
+package transport
 
 import (
 	"context"
@@ -34,7 +34,7 @@ import (
 // one call at a time (round), whichever goroutines go-zookeeper and the
 // wire tap call from: answered only asks for a fresh schedule.
 type hostProvider struct {
-	c *Client
+	t *Conn
 
 	round sync.Mutex   // held through Next: the pacer is Next's alone
 	pace  *retry.Pacer // the schedule of the rounds since the last connection
@@ -56,8 +56,8 @@ func (h *hostProvider) Init(servers []string) error {
 	defer h.mu.Unlock()
 	h.servers = append([]string(nil), servers...)
 	slices.Sort(h.servers) // go-zookeeper has shuffled them: only our shuffle decides
-	h.c.shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
-	h.pace = h.c.Backoff()
+	h.t.shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
+	h.pace = h.t.cfg.Backoff()
 	return nil
 }
 
@@ -82,10 +82,10 @@ func (h *hostProvider) Next() (server string, retryStart bool) {
 		h.tried = 0
 		pace := h.pace
 		h.mu.Unlock()
-		ctx, cancel := context.WithTimeout(h.c.lifetime, max(h.c.SessionTimeout()/3, minBackgroundWait))
+		ctx, cancel := context.WithTimeout(h.t.lifetime, max(h.t.SessionTimeout()/3, minBackgroundWait))
 		pace.Pause(ctx)
 		cancel()
-		closing := h.c.lifetime.Err() != nil
+		closing := h.t.lifetime.Err() != nil
 		h.mu.Lock()
 		if closing {
 			defer h.mu.Unlock()
@@ -96,7 +96,7 @@ func (h *hostProvider) Next() (server string, retryStart bool) {
 	server = h.servers[h.next]
 	h.next = (h.next + 1) % len(h.servers)
 	h.tried++
-	return server, h.c.lifetime.Err() != nil
+	return server, h.t.lifetime.Err() != nil
 }
 
 // Connected implements zk.HostProvider: the next loss starts with an

@@ -1,12 +1,12 @@
-package recipe_test
+package transport_test
 
-// The contract with go-zookeeper. The wire tap (recipe/wire.go) and the
-// connection under it (recipe/conn.go) rest on how go-zookeeper uses its
+// The contract with go-zookeeper. The wire tap (wire.go) and the
+// connection under it (conn.go) rest on how go-zookeeper uses its
 // connection, which is not its API. Each test here pins one of those
 // assumptions on the go-zookeeper version in go.mod, against a real
 // server, by recording go-zookeeper's own connection: no code of ours is
 // between them. scripts/contract-breaks.sh builds go-zookeeper with each
-// assumption broken on purpose (patches/contract/*.patch) and checks that
+// assumption broken on purpose (testdata/contract/*.patch) and checks that
 // the test named in the patch fails.
 
 import (

@@ -1,4 +1,4 @@
-package recipe
+package transport
 
 import (
 	"context"
@@ -18,34 +18,34 @@ import (
 // wrapDialer wraps each connection in a trackedConn. Its wire tap checks
 // every frame from the server before go-zookeeper reads it, tells the
 // watchdog when a server answered one of our requests, as of the time the
-// request was written (see Client.heardAt: bytes that merely arrive, such as
+// request was written (see Up.Alive: bytes that merely arrive, such as
 // watch notifications or replies buffered during a pause, prove nothing),
 // and notes the zxids of create replies; the connection also reads the
 // session timeout the server granted from each connect response.
-func (c *Client) wrapDialer(dial zk.Dialer) zk.Dialer {
+func (t *Conn) wrapDialer(dial zk.Dialer) zk.Dialer {
 	return func(network, address string, timeout time.Duration) (net.Conn, error) {
 		start := time.Now()
 		conn, err := dial(network, address, timeout)
-		if err == nil && c.cfg.tls != nil {
-			conn, err = handshake(conn, c.cfg.tls, address, timeout-time.Since(start))
+		if err == nil && t.cfg.TLS != nil {
+			conn, err = handshake(conn, t.cfg.TLS, address, timeout-time.Since(start))
 		}
 		if err != nil {
-			c.dialErr.Store(&err) // errors of different types: not an atomic.Value
+			t.dialErr.Store(&err) // errors of different types: not an atomic.Value
 			if certificateRefused(err) {
 				// Retrying will not change the certificate: Connect
 				// gives up at once rather than when its context ends.
-				c.untrustedOnce.Do(func() { close(c.untrusted) })
+				t.untrustedOnce.Do(func() { close(t.untrusted) })
 			}
 			return nil, err
 		}
-		c.dials.Add(1)
-		t := &trackedConn{Conn: conn, c: c,
-			tap: wireTap{out: &c.zxids, written: &c.createWrites, zxids: &c.sessionZxid,
-				proof: c.heardAt, now: c.monotonic, limit: c.cfg.maxFrame, rewatched: c.rewatched},
-			handshakeBy: time.Now().Add(handshakeTimeout(c.SessionTimeout()))}
-		t.tap.connect = t.connectResponse
-		t.Conn.SetReadDeadline(t.handshakeBy)
-		return t, nil
+		t.dials.Add(1)
+		tc := &trackedConn{Conn: conn, t: t,
+			tap: wireTap{out: &t.zxids, written: &t.createWrites, zxids: &t.sessionZxid,
+				proof: t.alive, now: t.monotonic, limit: t.cfg.MaxFrame, rewatched: t.up.Rewatched},
+			handshakeBy: time.Now().Add(handshakeTimeout(t.SessionTimeout()))}
+		tc.tap.connect = tc.connectResponse
+		tc.Conn.SetReadDeadline(tc.handshakeBy)
+		return tc, nil
 	}
 }
 
@@ -98,7 +98,7 @@ func handshake(conn net.Conn, cfg *tls.Config, address string, timeout time.Dura
 // the last bytes it asked for), and dials again.
 type trackedConn struct {
 	net.Conn
-	c   *Client
+	t   *Conn
 	tap wireTap
 
 	// Of the reading goroutine (go-zookeeper's): the bytes Read handed
@@ -124,11 +124,6 @@ type trackedConn struct {
 // goes back to after a larger frame.
 const readBufferSize = 16 << 10
 
-// DefaultMaxFrame is the largest frame a client accepts from a server by
-// default ([WithMaxFrame]): room for a listing of 100,000 children with
-// protected names (about 6 MB).
-const DefaultMaxFrame = 8 << 20
-
 func (t *trackedConn) Read(p []byte) (int, error) {
 	for t.r == t.ok {
 		if t.rerr != nil {
@@ -152,7 +147,7 @@ func (t *trackedConn) fill() {
 	t.w += n
 	if ferr := t.frames(); ferr != nil {
 		err = ferr
-		t.c.refusedFrame(ferr)
+		t.t.refusedFrame(ferr)
 	}
 	if err != nil {
 		t.rerr = err
@@ -237,7 +232,7 @@ func (t *trackedConn) compact() {
 // blocks its connection loop for good if the caller has not taken the
 // first answer yet, and the client never reconnects.
 func (t *trackedConn) Write(p []byte) (int, error) {
-	if t.c != nil && t.c.splitWrites.Load() && len(p) > 8 {
+	if t.t != nil && t.t.splitWrites.Load() && len(p) > 8 {
 		// A test's go-zookeeper that writes a frame in two.
 		if _, err := t.write(p[:len(p)/2]); err != nil {
 			return 0, err
@@ -281,14 +276,14 @@ func (t *trackedConn) closeAbandoned() {
 // wireTap.connect), on the reading goroutine.
 func (t *trackedConn) connectResponse(g grant) {
 	if g.timeoutMs > 0 {
-		t.c.negotiatedMs.Store(int64(g.timeoutMs))
+		t.t.negotiatedMs.Store(int64(g.timeoutMs))
 	}
-	t.c.wireSession.Store(g.session)
+	t.t.wireSession.Store(g.session)
 	t.connectEnd = 4 + int64(g.length) // the first frame on the connection
 	if g.session == 0 {
 		t.abandonAt = t.connectEnd
-		if t.c.hosts != nil {
-			t.c.hosts.answered() // the server is up: dial it again at once
+		if t.t.hosts != nil {
+			t.t.hosts.answered() // the server is up: dial it again at once
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package recipe
+package transport
 
 import (
 	"encoding/binary"
@@ -6,14 +6,39 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/recipe/internal/jute"
 )
+
+// testMaxFrame is recipe.DefaultMaxFrame, the client's default frame limit.
+const testMaxFrame = 8 << 20
+
+// countUp counts what the transport reports up, and drops it.
+type countUp struct{ refused atomic.Int64 }
+
+func (u *countUp) SessionEvent(zk.State, int64, string) {}
+func (u *countUp) NodeEvent(zk.Event)                   {}
+func (u *countUp) Alive(time.Duration)                  {}
+func (u *countUp) Rewatched()                           {}
+func (u *countUp) RefusedFrame(error)                   { u.refused.Add(1) }
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
 
 func frame(parts ...[]byte) []byte {
 	var body []byte
@@ -44,9 +69,9 @@ func reply(xid int32, zxid int64, errCode int32, body ...[]byte) []byte {
 // by one (each maybe in pieces of at most split bytes, 0: whole), then
 // err, with writes noted as go-zookeeper's.
 func tapConn(reads [][]byte, err error, writes ...[]byte) (*trackedConn, *scriptedConn) {
-	c := &Client{log: slog.New(slog.DiscardHandler), cfg: defaultConfig()}
+	c := New(Config{SessionTimeout: 2 * time.Second, MaxFrame: testMaxFrame}, &countUp{})
 	sc := &scriptedConn{reads: reads, err: err}
-	tc := &trackedConn{Conn: sc, c: c, tap: wireTap{out: &c.zxids, zxids: &c.sessionZxid, limit: c.cfg.maxFrame}}
+	tc := &trackedConn{Conn: sc, t: c, tap: wireTap{out: &c.zxids, zxids: &c.sessionZxid, limit: c.cfg.MaxFrame}}
 	for _, w := range writes {
 		tc.tap.noteWrite(w)
 	}
@@ -131,7 +156,7 @@ func TestWireTap(t *testing.T) {
 				t.Fatalf("trial %d: frame %d changed", trial, i)
 			}
 		}
-		z := &tc.c.zxids
+		z := &tc.t.zxids
 		if zx, ok := z.take("/a/_c_x-lock-0000000001"); !ok || zx != 0x100000007 {
 			t.Fatalf("trial %d: create zxid = %x, %v", trial, zx, ok)
 		}
@@ -215,8 +240,8 @@ func TestTapRefuses(t *testing.T) {
 				if len(got) != len(good) {
 					t.Fatalf("read %d frames before the error, want %d", len(got), len(good))
 				}
-				if !sc.closed || conn.c.Stats().RefusedFrames != 1 {
-					t.Fatalf("closed %v, refused %d", sc.closed, conn.c.Stats().RefusedFrames)
+				if refused := conn.t.up.(*countUp).refused.Load(); !sc.closed || refused != 1 {
+					t.Fatalf("closed %v, refused %d", sc.closed, refused)
 				}
 				if _, err := conn.Read(make([]byte, 100)); !errors.Is(err, errBadFrame) {
 					t.Fatalf("a read after the error: %v", err)
@@ -235,7 +260,7 @@ func TestTapLargeFrame(t *testing.T) {
 	}
 	body := append([][]byte{i32(int32(len(names)))}, names...)
 	big := reply(1, 0x10, 0, body...)
-	if len(big) > DefaultMaxFrame || len(big) < 5<<20 {
+	if len(big) > testMaxFrame || len(big) < 5<<20 {
 		t.Fatalf("a listing of 100,000 protected names is %d bytes", len(big))
 	}
 	conn, _ := tapConn([][]byte{connectResp, big, reply(2, 0x11, 0)}, io.EOF,
