@@ -35,7 +35,7 @@ const maxSetupTries = 8
 // relisting reads the queue again when the known one is out of date. Any
 // phase may send the attempt back to verifying (our node's standing is in
 // doubt) or to enqueuing (our node is gone: start over with a new UUID).
-type phase int
+type phase uint8
 
 const (
 	enqueuing phase = iota // create our node, or find the one a lost reply created
@@ -55,7 +55,7 @@ type turn struct {
 }
 
 // creation is what is known of the create behind our node.
-type creation int
+type creation uint8
 
 const (
 	notCreated    creation = iota // nothing sent under the current UUID
@@ -66,36 +66,38 @@ const (
 
 // attempt is the state of one node of one acquire. Its phases resume from
 // it after every retried error, so a retry never enqueues a second node.
+// A queued waiter keeps one, so its fields are ordered to leave no padding.
 type attempt struct {
-	l   *Lock
-	try bool // look once, do not wait
-	// grouped: one of the nodes of an AcquireN, which are enqueued
-	// together only (group.regroup).
-	grouped bool
-	span    trace.Span
-	phase   phase // where run resumes; set by run and group.run only
+	l    *Lock
+	span trace.Span
 
 	// Our node.
-	prefix   string          // "_c_<uuid>-"
+	prefix   string          // "_c_<uuid>-"; once node is known, it shares node's bytes
 	node     string          // our child name, once known
-	created  creation        // how node came to be known
 	session  int64           // session that sent the create
 	token    int64           // czxid of our node, 0 until known
-	dupRisk  bool            // a create of unknown outcome was not found: it may yet appear
-	missed   bool            // a listing lacked our node: verify reads it, whoever created it
 	inflight <-chan struct{} // a create abandoned when ctx ended
 
 	// What we know of the queue and what we watch.
 	ep      *epoch          // epoch in which our node was verified
 	ownW    <-chan zk.Event // watch on our own node
-	rewatch <-chan struct{} // closed when go-zookeeper's watches were set again after our last listing (Client.rewatched)
+	rewatch <-chan struct{} // closed when go-zookeeper's watches were set again, or an epoch ended, after our last listing (Client.rewatched)
 	queue   []string        // the queue as last known, sorted
-	stale   bool            // the queue changed since it was listed
-	trimmed bool            // queue holds only the watched window up to our node
 	watch   []string        // the nodes the driver named
-	waited  bool            // the driver named nodes to wait for
 	at      int             // 1 + our index in queue, which the group shares (verifyTogether); 0: unknown
 	watches watchSet
+
+	phase   phase    // where run resumes; set by run and group.run only
+	created creation // how node came to be known
+	try     bool     // look once, do not wait
+	// grouped: one of the nodes of an AcquireN, which are enqueued
+	// together only (group.regroup).
+	grouped bool
+	dupRisk bool // a create of unknown outcome was not found: it may yet appear
+	missed  bool // a listing lacked our node: verify reads it, whoever created it
+	stale   bool // the queue changed since it was listed
+	trimmed bool // queue holds only the watched window up to our node
+	waited  bool // the driver named nodes to wait for
 }
 
 func newAttempt(l *Lock, try bool, span trace.Span) *attempt {

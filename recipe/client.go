@@ -40,6 +40,7 @@ type Client struct {
 	stats         stats
 	workers       workers         // run go-zookeeper's requests (workers.go)
 	watches       nodeWatches     // the dispatch of node events to watching holds (dispatch.go)
+	listings      listings        // listings of lock directories shared by the client's waiters (listings.go)
 	dirACLs       dirACLs         // the lock directories whose ACL was checked (diracl.go)
 	lifetime      context.Context // cancelled by Close
 	cancelLife    context.CancelFunc
@@ -287,6 +288,7 @@ func (c *Client) endEpochLocked(e *epoch, err error) {
 	}
 	e.err = err
 	e.end()
+	c.rewatchLocked() // waiters wait on rewatch for both (see rewatchLocked)
 	c.stats.epochsEnded.Add(1)
 	if !errors.Is(err, ErrClosed) {
 		c.log.Warn("zookeeper session no longer trusted; holders are told they lost ownership",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 	"go.opentelemetry.io/otel/trace"
@@ -29,8 +30,13 @@ func enqueue(ctx context.Context, as []*attempt) (turn, error) {
 		}
 	}
 	l := as[0].l
+	// The reads sent behind a create save a round trip to a lone acquire;
+	// with other creates of the client in flight in the directory, each
+	// would carry a listing of its own: they share theirs instead (list).
+	alone := l.c.listings.beginEnqueue(l.dir)
+	defer l.c.listings.endEnqueue(l.dir)
 	req := createRequest{paths: make([]string, len(as)), data: l.data,
-		dir: l.dir, behind: !l.busy.Load(), readDir: l.spec.DirData != nil}
+		dir: l.dir, behind: alone && !l.busy.Load(), readDir: l.spec.DirData != nil}
 	for i, a := range as {
 		req.paths[i] = join(l.dir, a.prefix+l.spec.LockName)
 	}
@@ -88,13 +94,25 @@ func (l *Lock) unknownOutcome(n int, path string, err error) error {
 // behind a single create may already vouch for its node.
 func enqueued(as []*attempt, ep *epoch, res createResult) (turn, error) {
 	for i, a := range as {
-		a.node, a.token, a.created = baseOf(res.nodes[i]), res.zxids[i], createdHere
+		a.token, a.created = res.zxids[i], createdHere
+		a.setNode(res.nodes[i])
 	}
 	if res.read == nil {
 		return turn{next: verifying, progress: true}, nil
 	}
 	next, err := as[0].takeRead(ep, res.read)
 	return turn{next: next, progress: true}, err
+}
+
+// setNode records the path a create returned as our node. Only its last
+// element is kept, in memory of its own (the reply's path would stay whole
+// behind it), and the prefix shares the node's bytes: a waiter keeps one
+// copy of its name, not three.
+func (a *attempt) setNode(path string) {
+	a.node = strings.Clone(baseOf(path))
+	if strings.HasPrefix(a.node, a.prefix) {
+		a.prefix = a.node[:len(a.prefix)]
+	}
 }
 
 // mendSetup handles a create the server refused for a normal reason, so

@@ -267,6 +267,14 @@ func (c *Client) trustedLocked() {
 func (c *Client) rewatched() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.rewatchLocked()
+}
+
+// rewatchLocked closes the channel rewatchChange gave out, and replaces it.
+// The end of an epoch closes it too (endEpochLocked): a waiter then needs
+// to look again as well, and one channel to wait on for both costs it less
+// than two. c.mu is held.
+func (c *Client) rewatchLocked() {
 	if c.rewatch != nil {
 		close(c.rewatch)
 	}
@@ -274,8 +282,8 @@ func (c *Client) rewatched() {
 }
 
 // rewatchChange returns a channel closed the next time the server answers
-// go-zookeeper's watches set again (see rewatched). Take it before the
-// request that sets (or relies on) a watch.
+// go-zookeeper's watches set again (see rewatched), or the next time an
+// epoch ends. Take it before the request that sets (or relies on) a watch.
 func (c *Client) rewatchChange() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()

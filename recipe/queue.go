@@ -55,7 +55,7 @@ func (a *attempt) verify(ctx context.Context) (turn, error) {
 		}
 		a.ownW, a.token = r.ownW, r.st.Czxid
 	}
-	if err := a.accept(ep, r.names, r.dirData); err != nil {
+	if err := a.acceptListing(ep, r.lst, r.dirData); err != nil {
 		return turn{next: verifying, progress: true}, err
 	}
 	if a.l.spec.DirData != nil && r.errD == nil && len(r.dirData) == 0 {
@@ -103,10 +103,11 @@ func (c *Client) noTrustedSession() error {
 	return errNoTrustedSession
 }
 
-// verifyRead is the one round trip of verify: the listing, and, as asked,
+// verifyRead is the one round trip of verify: the listing (shared with
+// the client's other waiters in the directory, see list), and, as asked,
 // our node with a watch and the directory's data.
 type verifyRead struct {
-	names      []string
+	lst        *listing
 	st         *zk.Stat
 	ownW       <-chan zk.Event
 	dirData    []byte
@@ -130,7 +131,7 @@ func (a *attempt) readQueue(ctx context.Context, readOwn bool) (r verifyRead) {
 			}
 		})
 	}
-	r.names, r.errL = c.children(ctx, dir)
+	r.lst, r.errL = c.list(ctx, dir)
 	concurrently.Wait()
 	return r
 }
@@ -175,20 +176,25 @@ func (a *attempt) listingVouches(ep *epoch) bool {
 	return a.created == createdHere && a.token != 0 && a.session == ep.session && !a.missed
 }
 
-// accept records a listing made in epoch ep, and the directory's data read
-// with it, as the known queue.
+// accept records a listing made in epoch ep, whose names belong to the
+// attempt alone, and the directory's data read with it, as the known queue.
 func (a *attempt) accept(ep *epoch, names []string, dirData []byte) error {
+	return a.acceptListing(ep, ownListing(names), dirData)
+}
+
+// acceptListing is accept for a listing that may be shared.
+func (a *attempt) acceptListing(ep *epoch, lst *listing, dirData []byte) error {
 	if len(dirData) > 0 && string(dirData) != string(a.l.spec.DirData) {
 		return fmt.Errorf("%w: %w: %s carries %s, this client expects %s", ErrMismatch, a.l.spec.DirMismatch, a.l.dir, Quote(string(dirData)), Quote(string(a.l.spec.DirData)))
 	}
 	a.ep = ep
 	a.watches = a.watches[:0]
-	return a.setQueue(names)
+	return a.setQueueFrom(lst)
 }
 
 // relist reads the queue again (our node and its watch are unchanged).
 func (a *attempt) relist(ctx context.Context) (turn, error) {
-	names, err := a.l.c.children(ctx, a.l.dir)
+	lst, err := a.l.c.list(ctx, a.l.dir)
 	switch {
 	case gone(err):
 		a.newID()
@@ -196,10 +202,44 @@ func (a *attempt) relist(ctx context.Context) (turn, error) {
 	case err != nil:
 		return turn{next: relisting}, opError("list", a.l.dir, err)
 	}
-	if err := a.setQueue(names); err != nil {
+	if err := a.setQueueFrom(lst); err != nil {
 		return turn{next: relisting, progress: true}, err
 	}
 	return turn{next: deciding, progress: true}, nil
+}
+
+// setQueueFrom records a fresh listing as the known queue, as setQueue
+// does. A shared listing is not edited: the attempt's queue is the part of
+// the listing's sorted view up to our node (found by binary search), which
+// decide copies before the attempt edits it, and the nodes of no kind of
+// ours are checked as setQueue checks them. Our node is looked up by its
+// sequence number; one that does not parse, or an attempt that may have
+// left a duplicate of its node behind (dupRisk: a create of unknown
+// outcome under its UUID), takes setQueue's way on a copy.
+func (a *attempt) setQueueFrom(lst *listing) error {
+	q := a.l.queue
+	ours, ordered := driver.Sequence(a.node, q...)
+	if lst.owned || !ordered || a.dupRisk {
+		names := lst.names
+		if !lst.owned {
+			names = slices.Clone(names)
+		}
+		return a.setQueue(names)
+	}
+	v := lst.viewFor(q)
+	for _, n := range v.others {
+		if err := a.kindConflict(n, ours, true); err != nil {
+			return err
+		}
+	}
+	i, found := v.find(a.node, ours)
+	a.stale, a.trimmed, a.at = false, false, 0
+	if !found {
+		a.queue = v.nodes[:i:i] // decide finds our node missing
+		return nil
+	}
+	a.queue, a.at = v.nodes[:i+1:i+1], i+1
+	return nil
 }
 
 // setQueue records a fresh listing as the known queue, after checking that

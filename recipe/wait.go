@@ -151,12 +151,14 @@ type watchEvent struct {
 // error if ctx ended).
 func (a *attempt) awaitOne(ctx context.Context) ([]watchEvent, phase, error) {
 	n := a.watch[0]
+	look := a.lookAgain()
+	if look == nil {
+		return nil, verifying, nil
+	}
 	select {
 	case <-ctx.Done():
 		return nil, waiting, ctx.Err()
-	case <-a.ep.done:
-		return nil, verifying, nil
-	case <-a.rewatch:
+	case <-look:
 		return nil, verifying, nil
 	case ev := <-a.ownW:
 		return nil, a.ownEventWaiting(ev), nil
@@ -185,11 +187,13 @@ func (a *attempt) awaitMany(ctx context.Context) (woken []watchEvent, next phase
 		})
 	}
 	next = waiting
+	look := a.lookAgain()
+	if look == nil {
+		look = closedChan
+	}
 	select {
 	case <-ctx.Done():
-	case <-a.ep.done:
-		next = verifying
-	case <-a.rewatch:
+	case <-look:
 		next = verifying
 	case ev := <-a.ownW:
 		next = a.ownEventWaiting(ev)
@@ -202,6 +206,26 @@ func (a *attempt) awaitMany(ctx context.Context) (woken []watchEvent, next phase
 		woken = append(woken, <-fired)
 	}
 	return woken, next, nil
+}
+
+// lookAgain returns the channel closed when the waiter must verify again:
+// go-zookeeper set its watches again, or the epoch in which the waiter
+// verified its node ended (the client closes the same channel for both,
+// see Client.rewatchLocked, so a waiter blocks on one channel for them,
+// not two). It is nil when the epoch has already ended.
+//
+// rewatch is taken when a phase that lists begins, before that phase
+// takes the epoch it verifies in, and decide looks at the epoch after:
+// any end of the epoch decide did not see came after rewatch was taken,
+// and closed it.
+func (a *attempt) lookAgain() <-chan struct{} {
+	if a.ep.ended() {
+		return nil
+	}
+	if a.rewatch == nil {
+		return a.ep.done
+	}
+	return a.rewatch
 }
 
 // ownEventWaiting is ownChanged for an event that came while waiting.
