@@ -81,6 +81,7 @@ func connect(ctx context.Context, servers []string, hooks *testHooks, opts []Opt
 		Logger:         c.log,
 		Backoff:        c.Backoff,
 		Shuffle:        c.shuffle,
+		Go:             c.spawn,
 	}
 	if hooks != nil {
 		tcfg.BufferSize = hooks.bufferSize

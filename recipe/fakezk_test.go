@@ -531,7 +531,7 @@ func (f *fakeZK) CreateZxid(path string) (int64, bool) {
 // (transport.CreateThenRead) over the fake's requests: the fake tells when
 // the create is written (createWritten).
 func (f *fakeZK) CreateThenRead(path string, data []byte, flags int32, acl []zk.ACL, dir string, readDir bool) (transport.Created, error) {
-	return transport.CreateThenRead(f, f.createWritten, path, data, flags, acl, dir, readDir)
+	return transport.CreateThenRead(f, f.createWritten, nil, path, data, flags, acl, dir, readDir)
 }
 
 // SessionTimeout is the client's: the fake grants what it asks for.

@@ -55,9 +55,31 @@ type workers struct {
 // start runs op on a worker of the client's.
 func (c *Client) start(op func() error) *running {
 	r := &running{op: op, done: make(chan struct{})}
+	c.hand(r, true)
+	return r
+}
+
+// spawn runs f on a worker that can take it now, an idle one or a new one,
+// and on a goroutine of its own when the pool is full: what a worker waits
+// for must never wait in the backlog behind that worker. (The reads sent
+// behind a create run so, while the create's worker waits for them.)
+func (c *Client) spawn(f func()) {
+	r := &running{op: func() error { f(); return nil }, done: make(chan struct{})}
+	if !c.hand(r, false) {
+		go f()
+	}
+}
+
+// hand gives r to an idle worker or a new one; when there is neither, it
+// puts r in the backlog if it may wait, or reports false. A closed client
+// fails r with ErrClosed if it may wait, and reports false if not.
+func (c *Client) hand(r *running, mayWait bool) bool {
 	p := &c.workers
 	p.mu.Lock()
 	switch {
+	case p.closed && !mayWait:
+		p.mu.Unlock()
+		return false
 	case p.closed:
 		p.mu.Unlock()
 		r.err = ErrClosed
@@ -74,14 +96,20 @@ func (c *Client) start(op func() error) *running {
 			p.mu.Lock()
 			p.busy--
 			p.mu.Unlock()
+			if !mayWait {
+				return false
+			}
 			r.err = ErrClosed
 			close(r.done)
 		}
-	default:
+	case mayWait:
 		p.backlog = append(p.backlog, r)
 		p.mu.Unlock()
+	default:
+		p.mu.Unlock()
+		return false
 	}
-	return r
+	return true
 }
 
 // closeWorkers has the pool start nothing more and ends the idle workers.

@@ -30,6 +30,10 @@ type Listing struct {
 	DataRead bool // the data was asked for
 }
 
+// Spawn runs f on a goroutine that starts now: never one that waits for
+// the caller. nil means the go statement.
+type Spawn func(f func())
+
 // Expect returns a channel closed once a create request for path has been
 // written to the connection (never, when that cannot be told), and a
 // function to call when no longer interested.
@@ -41,8 +45,9 @@ type Expect func(path string) (written <-chan struct{}, forget func())
 // and the server, which answers a session's requests in order, reads
 // after it created the node. It returns once the create and the reads
 // sent are answered; the reads' errors are in the Listing, the create's
-// is returned.
-func CreateThenRead(r Requests, expect Expect, path string, data []byte, flags int32, acl []zk.ACL, dir string, readDir bool) (Created, error) {
+// is returned. The reads wait for the create's write, and then for their
+// replies, on spawn's goroutines.
+func CreateThenRead(r Requests, expect Expect, spawn Spawn, path string, data []byte, flags int32, acl []zk.ACL, dir string, readDir bool) (Created, error) {
 	var (
 		stop  chan struct{}
 		reads chan *Listing
@@ -50,15 +55,18 @@ func CreateThenRead(r Requests, expect Expect, path string, data []byte, flags i
 	if dir != "" {
 		written, forget := expect(path)
 		defer forget()
+		if spawn == nil {
+			spawn = func(f func()) { go f() }
+		}
 		stop, reads = make(chan struct{}), make(chan *Listing, 1)
-		go func() {
+		spawn(func() {
 			select {
 			case <-written:
-				reads <- readBehind(r, dir, readDir)
+				reads <- readBehind(r, spawn, dir, readDir)
 			case <-stop:
 				reads <- nil
 			}
-		}()
+		})
 	}
 	p, err := r.Create(path, data, flags, acl)
 	var read *Listing
@@ -75,15 +83,15 @@ func CreateThenRead(r Requests, expect Expect, path string, data []byte, flags i
 
 // readBehind sends the reads of CreateThenRead, the listing and the data
 // together, and returns once both are answered.
-func readBehind(r Requests, dir string, readDir bool) *Listing {
+func readBehind(r Requests, spawn Spawn, dir string, readDir bool) *Listing {
 	q := &Listing{DataRead: readDir}
 	var data chan struct{}
 	if readDir {
 		data = make(chan struct{})
-		go func() {
+		spawn(func() {
 			defer close(data)
 			q.Data, _, q.ErrD = r.Get(dir)
-		}()
+		})
 	}
 	q.Names, _, q.ErrL = r.Children(dir)
 	if data != nil {

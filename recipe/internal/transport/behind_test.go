@@ -122,7 +122,7 @@ func TestCreateThenRead(t *testing.T) {
 			if r.waitBehind {
 				r.listed = make(chan struct{})
 			}
-			got, err := CreateThenRead(r, r.expect, "/d/_c_x-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, nil, tc.dir, tc.readDir)
+			got, err := CreateThenRead(r, r.expect, nil, "/d/_c_x-lock-", nil, zk.FlagEphemeral|zk.FlagSequence, nil, tc.dir, tc.readDir)
 			if !errors.Is(err, tc.wantErr) {
 				t.Fatalf("error %v, want %v", err, tc.wantErr)
 			}

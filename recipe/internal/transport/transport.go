@@ -65,6 +65,9 @@ type Config struct {
 	// BufferSize, when > 0, sizes go-zookeeper's two buffers (the
 	// simulation's many clients).
 	BufferSize int
+	// Go runs the reads sent behind a create (see [Spawn]); nil: a
+	// goroutine each.
+	Go Spawn
 }
 
 // Conn is the transport of one client: go-zookeeper's connection with the
@@ -170,7 +173,7 @@ func (t *Conn) CreateZxid(path string) (int64, bool) { return t.zxids.take(path)
 // data, with readDir) behind it in the same round trip: see the function
 // CreateThenRead.
 func (t *Conn) CreateThenRead(path string, data []byte, flags int32, acl []zk.ACL, dir string, readDir bool) (Created, error) {
-	return CreateThenRead(t, t.createWrites.expect, path, data, flags, acl, dir, readDir)
+	return CreateThenRead(t, t.createWrites.expect, t.cfg.Go, path, data, flags, acl, dir, readDir)
 }
 
 // Untrusted is closed once a server's certificate was refused: no retry
