@@ -61,6 +61,26 @@ func NewEnsemble(n int, opts ...Option) (*Ensemble, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The ports are picked free, then given up for the servers to bind:
+	// another process (or a link's listener) may take one meanwhile. A
+	// member that found its port taken starts the ensemble again, on new
+	// ports.
+	for attempt := 1; ; attempt++ {
+		e, err := startEnsemble(n, set, inst)
+		if err == nil || attempt == 3 || !portTaken(err) {
+			return e, err
+		}
+	}
+}
+
+// portTaken reports whether a start failed because a server found its
+// port in use.
+func portTaken(err error) bool {
+	return strings.Contains(err.Error(), "java.net.BindException: Address already in use")
+}
+
+// startEnsemble is one attempt of NewEnsemble.
+func startEnsemble(n int, set settings, inst installation) (*Ensemble, error) {
 	ports, err := freePorts(3 * n)
 	if err != nil {
 		return nil, err
