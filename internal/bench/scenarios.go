@@ -240,6 +240,12 @@ func (z zkLocker) Unlock(context.Context) error { return z.l.Unlock() }
 
 // openZkLockers opens n go-zookeeper sessions with a zk.Lock on path each.
 func openZkLockers(ctx context.Context, e *env, path string, n int) (*bench, error) {
+	return openZkLockersWith(ctx, e, path, n, func(_ *zk.Conn, l *zk.Lock) locker { return zkLocker{l} })
+}
+
+// openZkLockersWith is openZkLockers with the locker mk makes of each
+// session and its zk.Lock.
+func openZkLockersWith(ctx context.Context, e *env, path string, n int, mk func(*zk.Conn, *zk.Lock) locker) (*bench, error) {
 	if err := e.mkdirAll(path); err != nil {
 		return nil, err
 	}
@@ -257,7 +263,7 @@ func openZkLockers(ctx context.Context, e *env, path string, n int) (*bench, err
 			return nil, err
 		}
 		conns = append(conns, conn)
-		b.lockers = append(b.lockers, zkLocker{zk.NewLock(conn, path, zk.WorldACL(zk.PermAll))})
+		b.lockers = append(b.lockers, mk(conn, zk.NewLock(conn, path, zk.WorldACL(zk.PermAll))))
 	}
 	b.close = closeAll
 	return b, nil

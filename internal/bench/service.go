@@ -135,22 +135,11 @@ func openServiceZkLock(contended bool) func(context.Context, *env, string) (*ben
 		if contended {
 			n = e.cfg.sessions
 		}
-		var conns []*zk.Conn
-		closeAll := func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}
-		b := &bench{close: closeAll}
-		for range n {
-			conn, err := e.rawConn(ctx)
-			if err != nil {
-				closeAll()
-				return nil, err
-			}
-			conns = append(conns, conn)
-			b.lockers = append(b.lockers, serviceZk{conn: conn,
-				l: zk.NewLock(conn, path, zk.WorldACL(zk.PermAll)), state: stateOf(path)})
+		b, err := openZkLockersWith(ctx, e, path, n, func(conn *zk.Conn, l *zk.Lock) locker {
+			return serviceZk{conn: conn, l: l, state: stateOf(path)}
+		})
+		if err != nil {
+			return nil, err
 		}
 		if !contended {
 			b.cycle = cycleOf(b.lockers[0])
