@@ -147,22 +147,60 @@ func TestCommitNodeGone(t *testing.T) {
 	}
 }
 
-// After the session expired, nothing commits: refused before sending when
-// the client already knows, by the server otherwise.
+// After the session expired, nothing commits. Once the client has been
+// told, Commit refuses before sending anything. Sent before the client
+// heard, the transaction meets a connection the server has closed (its
+// outcome is then unknown to the client, which is told so) or is refused
+// by the server: either way it does not land, and the hold learns of its
+// loss.
 func TestCommitSessionExpired(t *testing.T) {
-	p := zktest.Shared(t).Proxy(t)
-	c := p.Client(t, recipe.WithSessionTimeout(10*time.Second))
-	ctx, h, raw, base := commitSetup(t, c)
-	if _, err := p.ExpireSessions(); err != nil {
-		t.Fatal(err)
-	}
-	_, err := h.Commit(ctx, recipe.SetData(base, []byte("stale")))
-	if !errors.Is(err, recipe.ErrLost) {
-		t.Fatalf("Commit = %v, want ErrLost", err)
-	}
-	if data, _, _ := raw.Get(base); len(data) != 0 {
-		t.Errorf("a write of an expired session landed: %q", data)
-	}
+	t.Run("told", func(t *testing.T) {
+		p := zktest.Shared(t).Proxy(t)
+		c := p.Client(t, recipe.WithSessionTimeout(10*time.Second))
+		ctx, h, raw, base := commitSetup(t, c)
+		if _, err := p.ExpireSessions(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-h.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the hold was not told of the expiry within 10s")
+		}
+		before := c.Stats().RoundTrips()
+		_, err := h.Commit(ctx, recipe.SetData(base, []byte("stale")))
+		if !errors.Is(err, recipe.ErrLost) || !errors.Is(err, recipe.ErrSessionExpired) {
+			t.Fatalf("Commit = %v, want ErrLost and ErrSessionExpired", err)
+		}
+		if n := c.Stats().RoundTrips() - before; n != 0 {
+			t.Errorf("Commit sent %d requests after the client knew", n)
+		}
+		if data, _, _ := raw.Get(base); len(data) != 0 {
+			t.Errorf("a write of an expired session landed: %q", data)
+		}
+	})
+	t.Run("in flight", func(t *testing.T) {
+		p := zktest.Shared(t).Proxy(t)
+		c := p.Client(t, recipe.WithSessionTimeout(10*time.Second))
+		ctx, h, raw, base := commitSetup(t, c)
+		if _, err := p.ExpireSessions(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := h.Commit(ctx, recipe.SetData(base, []byte("stale")))
+		if !errors.Is(err, recipe.ErrLost) && !errors.Is(err, recipe.ErrCommitUnknown) {
+			t.Fatalf("Commit = %v, want ErrLost or ErrCommitUnknown", err)
+		}
+		if data, _, _ := raw.Get(base); len(data) != 0 {
+			t.Errorf("a write of an expired session landed: %q", data)
+		}
+		select {
+		case <-h.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the hold was not told of the expiry within 10s")
+		}
+		if err := h.Err(); !errors.Is(err, recipe.ErrLost) {
+			t.Errorf("Err = %v after the expiry, want ErrLost", err)
+		}
+	})
 }
 
 // A transaction whose reply is lost is not sent again: the caller learns
