@@ -103,5 +103,7 @@
 // to re-send watches, and builds without -race do not check for it. The fix is go-zookeeper pull request 35; until a release has
 // it, a replace directive in your go.mod can point go-zookeeper to a copy
 // with the fix, as this module's own builds do (the patch in patches/,
-// applied by scripts/patched-zk.sh).
+// applied by scripts/patched-zk.sh). A second patch there fixes a
+// narrower race: CreateContainer, on a client closed during the call,
+// reads a reply its receive loop may still be writing.
 package recipe
