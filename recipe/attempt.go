@@ -109,6 +109,7 @@ func newAttempt(l *Lock, try bool, span trace.Span) *attempt {
 // newID starts the attempt over under a fresh UUID: our node is gone or
 // was never made.
 func (a *attempt) newID() {
+	a.dropWatches()
 	if a.dupRisk {
 		// A lost create under the old UUID may still appear: sweep for it.
 		a.l.c.cleanup(cleanupJob{dir: a.l.dir, prefix: a.prefix, sweep: true})
@@ -298,6 +299,7 @@ func newGroup(l *Lock, n int, try bool, span trace.Span) group {
 // waiting for each waits for all.
 func (g group) run(ctx context.Context) error {
 	l := g[0].l
+	defer g.dropWatches()
 	if len(g) > 1 {
 		if err := g.enqueue(ctx); err != nil {
 			return err
@@ -379,6 +381,14 @@ func (g group) regroup(ctx context.Context) error {
 		a.newID()
 	}
 	return g.enqueue(ctx)
+}
+
+// dropWatches hands the watches the group's attempts still have to the
+// client once the acquire is over, held or not.
+func (g group) dropWatches() {
+	for _, a := range g {
+		a.dropWatches()
+	}
 }
 
 // foundTaken reports whether any attempt of the group had to wait.

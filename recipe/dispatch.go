@@ -28,6 +28,9 @@ type nodeWatches struct {
 	settle  []settling // holds that took over an acquire's watch, recently
 	started bool
 	wake    chan struct{} // buffered: a pending wake-up
+
+	shared  map[string]*sharedWatch // watches waiters left behind, by path (sharedwatch.go)
+	sweptAt int                     // len(shared) after its last sweep
 }
 
 // settling is a hold that took over the watch its acquire had set, whose
@@ -49,8 +52,8 @@ const settleFor = time.Second
 // settleTick is how often the dispatcher looks at those channels.
 const settleTick = 20 * time.Millisecond
 
-// route queues a node event for the dispatcher if a hold watches its path.
-// It never blocks.
+// route queues a node event for the dispatcher if a hold watches its path,
+// and ends the shared watch on its path, if any. It never blocks.
 func (w *nodeWatches) route(ev zk.Event) {
 	switch ev.Type {
 	case zk.EventNodeDeleted, zk.EventNodeDataChanged, zk.EventNodeCreated, zk.EventNotWatching:
@@ -58,6 +61,7 @@ func (w *nodeWatches) route(ev zk.Event) {
 		return
 	}
 	w.mu.Lock()
+	w.routeShared(ev)
 	if _, ok := w.byPath[ev.Path]; !ok {
 		w.mu.Unlock()
 		return

@@ -213,11 +213,13 @@ var phaseCases = []phaseCase{
 			switch {
 			case r.op == "getW" && ours(r) && e.first("own"):
 				r.after = func() { e.f.remove(r.path) }
-			case r.op == "getW" && r.path == phasePred && r.np == 2:
+			case r.op == "get" && r.path == phasePred:
+				// The new node reads its predecessor without a watch:
+				// it joins the one the first node left there.
 				r.after = func() { e.f.remove(phasePred) }
 			}
 		},
-		requests: "children=2 create=2 getW=4",
+		requests: "children=2 create=2 get=1 getW=3",
 		check:    checkOneNode,
 	},
 	{
@@ -244,15 +246,16 @@ var phaseCases = []phaseCase{
 		name: "silence past the loss timeout while waiting: kept, in a new epoch of the same session",
 		pred: true,
 		script: func(e *phaseEnv, r *fakeCall) {
-			if r.op == "getW" && r.path == phasePred {
-				switch r.np {
-				case 1:
-					r.after = e.f.silence
-				case 2:
-					r.after = func() { e.f.remove(phasePred) }
-				}
+			switch {
+			case r.op == "getW" && r.path == phasePred && r.np == 1:
+				r.after = e.f.silence
+			case r.op == "get" && r.path == phasePred:
+				// Verified again in the new epoch, the waiter joins
+				// the watch it had set on its predecessor.
+				r.after = func() { e.f.remove(phasePred) }
 			}
 		},
+		requests: "children=2 create=1 get=1 getW=2",
 		check: func(t *testing.T, e *phaseEnv, hs []*Hold) {
 			if n := e.f.count("create"); n != 1 {
 				t.Errorf("%d creates, want 1: the node outlives the silence", n)

@@ -188,7 +188,7 @@ func (a *attempt) acceptListing(ep *epoch, lst *listing, dirData []byte) error {
 		return fmt.Errorf("%w: %w: %s carries %s, this client expects %s", ErrMismatch, a.l.spec.DirMismatch, a.l.dir, Quote(string(dirData)), Quote(string(a.l.spec.DirData)))
 	}
 	a.ep = ep
-	a.watches = a.watches[:0]
+	a.dropWatches()
 	return a.setQueueFrom(lst)
 }
 

@@ -47,7 +47,7 @@ func (g group) verifyTogether(ctx context.Context) {
 	for _, a := range g {
 		i := at[a.node]
 		a.ep, a.token = ep, token
-		a.watches = a.watches[:0]
+		a.dropWatches()
 		a.queue = last.queue[: i+1 : i+1]
 		a.stale, a.trimmed, a.at = false, false, i+1
 		a.phase = deciding

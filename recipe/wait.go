@@ -21,17 +21,18 @@ import (
 // them would never be woken).
 func (a *attempt) arm(ctx context.Context) (turn, error) {
 	todo := a.unwatched()
-	datas, stats, chans, errs := a.getWs(ctx, todo)
+	reads := a.readWatched(ctx, todo)
 	t := turn{next: waiting}
 	var failed error // the first read that failed; the others are kept
 	for i, n := range todo {
-		err := errs[i]
-		switch {
-		case err == nil && n != a.node && stats[i].EphemeralOwner == 0:
+		r := reads[i]
+		switch err := r.err; {
+		case err == nil && n != a.node && r.st.EphemeralOwner == 0:
+			a.l.c.dropWatch(join(a.l.dir, n), watchedNode{n, r.ch, r.shared})
 			return turn{next: arming, progress: true}, a.persistent(n)
 		case err == nil:
 			t.progress = t.progress || n != a.node
-			a.watching(n, datas[i], chans[i])
+			a.watching(n, r)
 		case errors.Is(err, zk.ErrSessionExpired), n == a.node && errors.Is(err, zk.ErrNoNode):
 			a.newID()
 			return turn{next: enqueuing, progress: t.progress}, nil
@@ -67,18 +68,18 @@ func (a *attempt) unwatched() []string {
 	return todo
 }
 
-// watching records the watch set on node n, whose data was data.
-func (a *attempt) watching(n string, data []byte, ch <-chan zk.Event) {
+// watching records the watch r set on node n, or joined.
+func (a *attempt) watching(n string, r watchRead) {
 	if n == a.node {
-		a.ownW = ch
+		a.ownW = r.ch
 		return
 	}
-	a.watches.set(n, ch)
+	a.watches.set(n, r.ch, r.shared)
 	if n == a.watch[0] && a.span.IsRecording() {
 		// Who we wait on: the read that set the watch brought the
 		// node's data, its holder's identity.
 		a.span.SetAttributes(telemetry.AttrWaitingOnNode.String(n),
-			telemetry.AttrWaitingOn.String(dataAttr(data)))
+			telemetry.AttrWaitingOn.String(dataAttr(r.data)))
 	}
 }
 
@@ -91,23 +92,51 @@ func (a *attempt) persistent(n string) error {
 		ErrMismatch, join(a.l.dir, n), a.l.spec.Recipe)
 }
 
-// getWs sends a getData watch for every node of names at once.
-func (a *attempt) getWs(ctx context.Context, names []string) ([][]byte, []*zk.Stat, []<-chan zk.Event, []error) {
-	datas := make([][]byte, len(names))
-	stats := make([]*zk.Stat, len(names))
-	chans := make([]<-chan zk.Event, len(names))
-	errs := make([]error, len(names))
-	get := func(i int) { datas[i], stats[i], chans[i], errs[i] = a.l.c.getDataW(ctx, join(a.l.dir, names[i])) }
+// watchRead is what arm learnt of one node: its data and stat, and the
+// watch on it: set by the read, or, when shared, a subscription to the
+// watch another waiter left on the node (see sharedwatch.go).
+type watchRead struct {
+	data   []byte
+	st     *zk.Stat
+	ch     <-chan zk.Event
+	shared bool
+	err    error
+}
+
+// readWatched reads every node of names at once, each with a watch.
+func (a *attempt) readWatched(ctx context.Context, names []string) []watchRead {
+	reads := make([]watchRead, len(names))
 	if len(names) == 1 {
-		get(0)
-		return datas, stats, chans, errs
+		reads[0] = a.readWatch(ctx, names[0])
+		return reads
 	}
 	var wg sync.WaitGroup
 	for i := range names {
-		wg.Go(func() { get(i) })
+		wg.Go(func() { reads[i] = a.readWatch(ctx, names[i]) })
 	}
 	wg.Wait()
-	return datas, stats, chans, errs
+	return reads
+}
+
+// readWatch reads node n with a watch: a getData watch of its own, or,
+// on another waiter's node, the watch a waiter left there if there is one
+// (a plain read then).
+func (a *attempt) readWatch(ctx context.Context, n string) (r watchRead) {
+	c := a.l.c
+	path := join(a.l.dir, n)
+	if n != a.node {
+		if sub, ok := c.shareWatch(path); ok {
+			if r.data, r.st, r.err = c.get(ctx, path); r.err != nil {
+				c.leaveShared(path, sub)
+				return r
+			}
+			c.confirmShared(path)
+			r.ch, r.shared = sub, true
+			return r
+		}
+	}
+	r.data, r.st, r.ch, r.err = c.getDataW(ctx, path)
+	return r
 }
 
 // await blocks until a watched node changes, our node changes, the epoch
@@ -269,8 +298,9 @@ func (a *attempt) watchFired(w watchEvent, next phase) phase {
 type watchSet []watchedNode
 
 type watchedNode struct {
-	node string
-	ch   <-chan zk.Event
+	node   string
+	ch     <-chan zk.Event
+	shared bool // ch is a subscription to a shared watch
 }
 
 // get returns the watch on node n, nil if none.
@@ -284,12 +314,32 @@ func (w watchSet) get(n string) <-chan zk.Event {
 }
 
 // set records the watch ch on node n.
-func (w *watchSet) set(n string, ch <-chan zk.Event) {
+func (w *watchSet) set(n string, ch <-chan zk.Event, shared bool) {
 	w.del(n)
-	*w = append(*w, watchedNode{n, ch})
+	*w = append(*w, watchedNode{n, ch, shared})
 }
 
-// del forgets the watch on node n.
+// del forgets the watch on node n, whose event came.
 func (w *watchSet) del(n string) {
 	*w = slices.DeleteFunc(*w, func(x watchedNode) bool { return x.node == n })
+}
+
+// dropWatches hands the watches the attempt still has on other nodes to
+// the client, for the waiters that come after it (see sharedwatch.go),
+// and forgets them.
+func (a *attempt) dropWatches() {
+	for _, w := range a.watches {
+		a.l.c.dropWatch(join(a.l.dir, w.node), w)
+	}
+	clear(a.watches)
+	a.watches = a.watches[:0]
+}
+
+// dropWatch is dropWatches for one watch, on path.
+func (c *Client) dropWatch(path string, w watchedNode) {
+	if w.shared {
+		c.leaveShared(path, w.ch)
+		return
+	}
+	c.orphanWatch(path, w.ch)
 }
