@@ -186,17 +186,27 @@ var scenarios = []scenario{
 	{"waiter SIGTERMed (its context cancelled)", "the waiter's call, and its node", termCase},
 }
 
-func restartCase(t *testing.T, im impl) string {
-	srv := zktest.Start(t)
-	path := "/compare/restart"
-	a, b := im.dial(t, srv.Addr(), path), im.dial(t, srv.Addr(), path)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
+// queued dials a holder on holderAddr and a waiter on waiterAddr (the
+// server at server, or a proxy in front of it), has the holder take path
+// and the waiter call Lock with wctx, and returns once the waiter's node
+// is queued behind the holder's.
+func queued(t *testing.T, im impl, ctx, wctx context.Context, server, path, holderAddr, waiterAddr string) (a, b contender, got <-chan error) {
+	t.Helper()
+	a, b = im.dial(t, holderAddr, path), im.dial(t, waiterAddr, path)
 	if err := a.lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := locked(ctx, b)
-	waitChildren(t, srv.Addr(), path, 2)
+	got = locked(wctx, b)
+	waitChildren(t, server, path, 2)
+	return a, b, got
+}
+
+func restartCase(t *testing.T, im impl) string {
+	srv := zktest.Start(t)
+	path := "/compare/restart"
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	a, _, got := queued(t, im, ctx, ctx, srv.Addr(), path, srv.Addr(), srv.Addr())
 	down := time.Now()
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
@@ -213,12 +223,9 @@ func holderExpiryCase(t *testing.T, im impl) string {
 	srv := zktest.Shared(t)
 	proxy := srv.Proxy(t)
 	path := zktest.UniquePath(t)
-	a, b := im.dial(t, proxy.Addr(), path), im.dial(t, srv.Addr(), path)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := a.lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	a, _, got := queued(t, im, ctx, ctx, srv.Addr(), path, proxy.Addr(), srv.Addr())
 	lost := a.lost()
 	var mu sync.Mutex
 	var writes []time.Time
@@ -240,8 +247,6 @@ func holderExpiryCase(t *testing.T, im impl) string {
 			}
 		}
 	})
-	got := locked(ctx, b)
-	waitChildren(t, srv.Addr(), path, 2)
 	if _, err := proxy.ExpireSessions(); err != nil {
 		t.Fatal(err)
 	}
@@ -282,14 +287,9 @@ func waiterExpiryCase(t *testing.T, im impl) string {
 	srv := zktest.Shared(t)
 	proxy := srv.Proxy(t)
 	path := zktest.UniquePath(t)
-	a, b := im.dial(t, srv.Addr(), path), im.dial(t, proxy.Addr(), path)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := a.lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got := locked(ctx, b)
-	waitChildren(t, srv.Addr(), path, 2)
+	a, _, got := queued(t, im, ctx, ctx, srv.Addr(), path, srv.Addr(), proxy.Addr())
 	if _, err := proxy.ExpireSessions(); err != nil {
 		t.Fatal(err)
 	}
@@ -312,14 +312,9 @@ func killCase(t *testing.T, im impl) string {
 	srv := zktest.Shared(t)
 	proxy := srv.Proxy(t)
 	path := zktest.UniquePath(t)
-	a, b := im.dial(t, proxy.Addr(), path), im.dial(t, srv.Addr(), path)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := a.lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	got := locked(ctx, b)
-	waitChildren(t, srv.Addr(), path, 2)
+	_, _, got := queued(t, im, ctx, ctx, srv.Addr(), path, proxy.Addr(), srv.Addr())
 	proxy.Partition() // nothing gets through again: the process is gone
 	proxy.DropAll()   // its connection closed, as the kernel closes a killed process's sockets
 	start := time.Now()
@@ -329,15 +324,10 @@ func killCase(t *testing.T, im impl) string {
 func termCase(t *testing.T, im impl) string {
 	srv := zktest.Shared(t)
 	path := zktest.UniquePath(t)
-	a, b := im.dial(t, srv.Addr(), path), im.dial(t, srv.Addr(), path)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := a.lock(ctx); err != nil {
-		t.Fatal(err)
-	}
 	bctx, term := context.WithCancel(ctx)
-	got := locked(bctx, b)
-	waitChildren(t, srv.Addr(), path, 2)
+	a, b, got := queued(t, im, ctx, bctx, srv.Addr(), path, srv.Addr(), srv.Addr())
 	term()
 	start := time.Now()
 	var call string
