@@ -153,7 +153,11 @@ func (l *Lock) listQueue(ctx context.Context) ([]ParticipantNode, error) {
 		if !parsed {
 			seq = -1
 		}
-		out[i] = ParticipantNode{Node: n, LockName: lockNameOf(n, l.queue), Sequence: seq}
+		lockName := l.queue[0] // the filter kept only names that carry it
+		if len(l.queue) > 1 {
+			lockName = lockNameOf(n, l.queue)
+		}
+		out[i] = ParticipantNode{Node: n, LockName: lockName, Sequence: seq}
 	}
 	return out, nil
 }
