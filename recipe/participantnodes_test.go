@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/zkrecipes/zkrecipes/driver"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/driver"
 	"github.com/zkrecipes/zkrecipes/internal/locktest"
 	"github.com/zkrecipes/zkrecipes/leader"
 	"github.com/zkrecipes/zkrecipes/mutex"
@@ -32,7 +34,7 @@ type lightRow struct {
 // returns the two listings of a handle of observer on the same path, as
 // rows, and the number of holders the queue must show.
 type queueCase struct {
-	build func(t *testing.T, ctx context.Context, waiters *sync.WaitGroup, c, observer *recipe.Client, path string) (light, full func(context.Context) ([]lightRow, error), holders int)
+	build func(t *testing.T, ctx context.Context, waiters *sync.WaitGroup, c, observer *recipe.Client, raw *zk.Conn, path string) (light, full func(context.Context) ([]lightRow, error), holders int)
 }
 
 // wait runs acquire in a goroutine of wg; it is expected to end when ctx
@@ -47,7 +49,7 @@ func wait(t *testing.T, ctx context.Context, wg *sync.WaitGroup, what string, ac
 
 var queueCases = map[string]queueCase{
 	// A holder and two waiters.
-	"mutex": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
+	"mutex": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, raw *zk.Conn, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
 		for i := range 3 {
 			m, err := mutex.New(c, path)
 			must(t, err)
@@ -68,9 +70,41 @@ var queueCases = map[string]queueCase{
 				return participantRows(ps), err
 			}, 1
 	}},
+	// Our holder, then nodes of other kinds and names: a kazoo lock node
+	// (a contender of the mutex's queue), a persistent "lock-" node
+	// without a sequence number (sorted last, Sequence -1), and a child
+	// that is no lock node (left out).
+	"mutex with foreign nodes": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, raw *zk.Conn, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
+		m, err := mutex.New(c, path)
+		must(t, err)
+		must(t, m.Lock(ctx))
+		if _, err := raw.Create(path+"/0123456789abcdef0123456789abcdef__lock__", []byte("kazoo"),
+			zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"lock-by-hand", "config"} {
+			if _, err := raw.Create(path+"/"+name, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() {
+			for _, name := range []string{"lock-by-hand", "config"} {
+				_ = raw.Delete(path+"/"+name, -1)
+			}
+		})
+		obs, err := mutex.New(observer, path)
+		must(t, err)
+		return func(ctx context.Context) ([]lightRow, error) {
+				ps, err := obs.ParticipantNodes(ctx)
+				return nodeRows(ps), err
+			}, func(ctx context.Context) ([]lightRow, error) {
+				ps, err := obs.Participants(ctx)
+				return participantRows(ps), err
+			}, 1
+	}},
 	// Both sides: two readers hold, a writer waits behind them and a
 	// reader behind the writer.
-	"rwlock": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
+	"rwlock": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, raw *zk.Conn, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
 		var queued func(context.Context) ([]rwlock.Participant, error)
 		for i, side := range []string{"read", "read", "write", "read"} {
 			rw, err := rwlock.New(c, path)
@@ -106,7 +140,7 @@ var queueCases = map[string]queueCase{
 			}, 2
 	}},
 	// Three leases held, two waiting.
-	"semaphore": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
+	"semaphore": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, raw *zk.Conn, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
 		for i := range 5 {
 			s, err := semaphore.New(c, path, 3)
 			must(t, err)
@@ -132,7 +166,7 @@ var queueCases = map[string]queueCase{
 			}, 3
 	}},
 	// A leader and two candidates.
-	"leader": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
+	"leader": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, raw *zk.Conn, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
 		for i := range 3 {
 			e, err := leader.New(c, path)
 			must(t, err)
@@ -195,7 +229,8 @@ func TestParticipantNodes(t *testing.T) {
 			c := locktest.Client(t, []string{srv.Addr()})
 			observer := locktest.Client(t, []string{srv.Addr()}) // its requests are counted
 			path := zktest.UniquePath(t)
-			light, full, holders := qc.build(t, ctx, &waiters, c, observer, path)
+			raw := zktest.Connect(t, srv.Addr())
+			light, full, holders := qc.build(t, ctx, &waiters, c, observer, raw, path)
 			locktest.Settle(t, observer)
 
 			before := observer.Stats()
@@ -209,13 +244,13 @@ func TestParticipantNodes(t *testing.T) {
 			ps, err := full(ctx)
 			st = observer.Stats().Sub(before)
 			must(t, err)
-			t.Logf("Participants: %d lists, %d reads for %d nodes", st.Lists, st.Reads, len(ps))
-			if fmt.Sprint(nodes) != fmt.Sprint(ps) {
+			t.Logf("Participants: %d lists, %d reads for %d nodes; ParticipantNodes: %v", st.Lists, st.Reads, len(ps), nodes)
+			if len(nodes) != len(ps) || len(nodes) < holders+1 || fmt.Sprint(nodes) != fmt.Sprint(ps) {
 				t.Errorf("ParticipantNodes:\n%v\nParticipants:\n%v", nodes, ps)
 			}
 			for i, n := range nodes {
-				if n.Holder != (i < holders) || n.Sequence < 0 || n.Node == "" || n.LockName == "" {
-					t.Errorf("node %d of %d: %+v; want the first %d holding, each with a name, lock name and sequence", i, len(nodes), n, holders)
+				if n.Holder != (i < holders) || n.Node == "" || n.LockName == "" || n.Sequence < -1 {
+					t.Errorf("node %d of %d: %+v; want the first %d holding, each with a name and lock name", i, len(nodes), n, holders)
 				}
 			}
 		})
