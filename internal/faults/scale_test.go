@@ -582,7 +582,7 @@ func TestScaleParticipants(t *testing.T) {
 // run, and ParticipantNodes may take at most four times as long and
 // 400 ms: filtering, sorting and judging each node, which the race
 // detector slows several times more than go-zookeeper's decoding of the
-// listing (20,000 nodes: 110-250 ms against 16-17 ms, where a read per
+// listing (20,000 nodes: 110-250 ms against 16-36 ms, where a read per
 // node would be seconds, and a quadratic judgement minutes). With
 // SCALE_PARTICIPANTS set, each call must also end within 2 s.
 func TestScaleParticipantNodes(t *testing.T) {
