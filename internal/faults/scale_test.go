@@ -527,17 +527,7 @@ func TestScaleParticipants(t *testing.T) {
 	if err := m.Lock(ctx); err != nil { // the directory, and its first node
 		t.Fatal(err)
 	}
-	const batch = 4000
-	for made := 1; made < n; made += batch {
-		ops := make([]any, min(batch, n-made))
-		for i := range ops {
-			ops[i] = &zk.CreateRequest{Path: path + "/_c_00000000-0000-0000-0000-000000000000-lock-", Data: []byte("x"),
-				Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeral | zk.FlagSequence}
-		}
-		if _, err := raw.Multi(ops...); err != nil {
-			t.Fatalf("creating nodes %d..: %v", made, err)
-		}
-	}
+	fillQueue(t, raw, path+"/_c_00000000-0000-0000-0000-000000000000-lock-", n-1)
 	before := c.Stats()
 	start := time.Now()
 	ps, err := m.Participants(ctx)
