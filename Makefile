@@ -91,8 +91,8 @@ test-short: ## run the tests that need no ZooKeeper server
 test-faults: zk-install ## run the fault x recipe matrix and the scale tests (docs/reliability.md)
 	$(GO) test -race -count=1 -timeout 20m -v $(TESTFLAGS) ./internal/faults/
 
-scale: zk-install ## run the scale tests at their largest sizes: 100,000 locks on one session and on 4, AcquireN up to 8,000, Participants of 100,000 nodes, 20,000 handles, 6,000 timed-out attempts, a burst of 10,000 waiters from one client (docs/performance.md, "Scale")
-	SCALE_LOCKS=100000 SCALE_ACQUIREN_MAX=8000 SCALE_PARTICIPANTS=100000 SCALE_HANDLES=20000 SCALE_ATTEMPTS=6000 SCALE_ATTEMPTS_AT_ONCE=1 SCALE_BURST=10000 $(GO) test -count=1 -timeout 40m -v -run '^TestScale(ManyLocks|AcquireN|Participants|DirectoryACLHandles|TimedOutAttempts|BurstOneClient)$$' $(TESTFLAGS) ./internal/faults/
+scale: zk-install ## run the scale tests at their largest sizes: 100,000 locks on one session and on 4, AcquireN up to 8,000, Participants and ParticipantNodes of 100,000 nodes, 20,000 handles, 6,000 timed-out attempts, a burst of 10,000 waiters from one client (docs/performance.md, "Scale")
+	SCALE_LOCKS=100000 SCALE_ACQUIREN_MAX=8000 SCALE_PARTICIPANTS=100000 SCALE_HANDLES=20000 SCALE_ATTEMPTS=6000 SCALE_ATTEMPTS_AT_ONCE=1 SCALE_BURST=10000 $(GO) test -count=1 -timeout 40m -v -run '^TestScale(ManyLocks|AcquireN|Participants|ParticipantNodes|DirectoryACLHandles|TimedOutAttempts|BurstOneClient)$$' $(TESTFLAGS) ./internal/faults/
 	SCALE_LOCKS=100000 SCALE_LOCK_SESSIONS=4 $(GO) test -count=1 -timeout 30m -v -run '^TestScaleManyLocks$$' $(TESTFLAGS) ./internal/faults/
 
 test-liveness: zk-install ## run the liveness grid's whole product, recipe x end x mode (make test-faults runs a pairwise subset; docs/failure-model.md, "Progress after a fault")

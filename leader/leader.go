@@ -117,6 +117,10 @@ func WithLogger(l *slog.Logger) Option {
 // [WithData], and its Token the fencing token of its term while it leads.
 type Participant = recipe.Participant
 
+// ParticipantNode is one participant in line, as a listing tells it: the
+// first (marked Holder) is the leader.
+type ParticipantNode = recipe.ParticipantNode
+
 // Election is one participant's handle on a leader election at a path,
 // which can also watch the election without taking part ([Election.Leader],
 // [Election.Participants], [Election.Observe]).
@@ -467,6 +471,20 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 	ps, err := e.lk.Participants(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("leader: participants of %s: %w", e.Path(), err)
+	}
+	return ps, nil
+}
+
+// ParticipantNodes returns every participant in line, as Participants does
+// (the leader first, marked Holder), from one listing of the directory:
+// each node's name and sequence number, without its data. It costs one
+// request however long the line; Participants reads every node. See
+// [recipe.Lock.ParticipantNodes]. It works on any handle, whether it
+// campaigns or not.
+func (e *Election) ParticipantNodes(ctx context.Context) ([]ParticipantNode, error) {
+	ps, err := e.lk.ParticipantNodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("leader: participant nodes of %s: %w", e.Path(), err)
 	}
 	return ps, nil
 }

@@ -81,6 +81,37 @@ func ExampleMutex_TryLock() {
 	// free now: true
 }
 
+// ParticipantNodes lists the queue in one request however long it is:
+// enough to count it and find who holds. Participants also reads each
+// node's data, session and token, a request per node.
+func ExampleMutex_ParticipantNodes() {
+	ctx := context.Background()
+	client, err := recipe.Connect(ctx, exampleServers())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	m, err := mutex.New(client, "/examples/mutex/queue")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+
+	nodes, err := m.ParticipantNodes(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, n := range nodes {
+		fmt.Printf("%d: %s holds: %v, ours: %v\n", i, n.LockName, n.Holder, n.Node == m.Node())
+	}
+	// Output:
+	// 0: lock- holds: true, ours: true
+}
+
 // A holder that may hang (a stuck call, a deadlocked worker) bounds how
 // long it can keep others waiting: after WithMaxHold's limit the library
 // deletes its node, the next in line proceeds, and the holder is told.

@@ -202,3 +202,19 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 	}
 	return p, nil
 }
+
+// ParticipantNode is one node in the mutex's queue, as a listing tells it.
+type ParticipantNode = recipe.ParticipantNode
+
+// ParticipantNodes returns the mutex's queue in order, as Participants does
+// (the holder first, marked Holder), from one listing of the directory:
+// each node's name and sequence number, without its data. It costs one
+// request however long the queue; Participants reads every node. See
+// [recipe.Lock.ParticipantNodes].
+func (m *Mutex) ParticipantNodes(ctx context.Context) ([]ParticipantNode, error) {
+	p, err := m.lk.ParticipantNodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mutex: participant nodes of %s: %w", m.Path(), err)
+	}
+	return p, nil
+}

@@ -377,3 +377,35 @@ func (rw *RWLock) Participants(ctx context.Context) ([]Participant, error) {
 	}
 	return out, nil
 }
+
+// ParticipantNode is one node in the lock's queue, as a listing tells it,
+// with its mode.
+type ParticipantNode struct {
+	recipe.ParticipantNode
+	// Mode is Read or Write, from the node's lock name.
+	Mode Mode
+}
+
+// ParticipantNodes returns the lock's queue in order, readers and writers
+// together, as Participants does (the holders marked Holder), from one
+// listing of the directory: each node's name, sequence number and mode,
+// without its data. It costs one request however long the queue;
+// Participants reads every node. See [recipe.Lock.ParticipantNodes].
+func (rw *RWLock) ParticipantNodes(ctx context.Context) ([]ParticipantNode, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("rwlock: participant nodes: %w: nil context", recipe.ErrInvalidArgument)
+	}
+	ps, err := rw.write.ParticipantNodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rwlock: participant nodes of %s: %w", rw.Path(), err)
+	}
+	out := make([]ParticipantNode, len(ps))
+	for i, p := range ps {
+		m := Read
+		if p.LockName == rw.writeName {
+			m = Write
+		}
+		out[i] = ParticipantNode{ParticipantNode: p, Mode: m}
+	}
+	return out, nil
+}

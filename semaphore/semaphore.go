@@ -231,6 +231,23 @@ func (s *Semaphore) Participants(ctx context.Context) ([]Participant, error) {
 	return p, nil
 }
 
+// ParticipantNode is one node in the semaphore's queue, as a listing tells
+// it.
+type ParticipantNode = recipe.ParticipantNode
+
+// ParticipantNodes returns the semaphore's queue in order, as Participants
+// does (the lease holders first, marked Holder), from one listing of the
+// directory: each node's name and sequence number, without its data. It
+// costs one request however long the queue; Participants reads every node.
+// See [recipe.Lock.ParticipantNodes].
+func (s *Semaphore) ParticipantNodes(ctx context.Context) ([]ParticipantNode, error) {
+	p, err := s.lk.ParticipantNodes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("semaphore: participant nodes of %s: %w", s.Path(), err)
+	}
+	return p, nil
+}
+
 // Lease is one lease of a semaphore: a node that holds. It watches its node
 // and the session, and tells through Done and Err when it is lost. A Lease
 // is safe for concurrent use.

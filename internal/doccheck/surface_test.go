@@ -21,7 +21,7 @@ var surface = []struct {
 	pkg, typ string
 	methods  []string
 }{
-	{"mutex", "Mutex", []string{"Lock", "TryLock", "Enter", "TryEnter", "Unlock", "Participants", "Path",
+	{"mutex", "Mutex", []string{"Lock", "TryLock", "Enter", "TryEnter", "Unlock", "Participants", "ParticipantNodes", "Path",
 		"Done", "Err", "Token", "Node", "Commit", "Revoked", "Suspended", "Resumed", "Take", "Release"}},
 	{"rwlock", "Side", []string{"Path", "Mode", "RWLock", "Take", "Enter", "Release",
 		"Done", "Err", "Token", "Node", "Commit", "Revoked", "Suspended", "Resumed"}},
@@ -30,7 +30,7 @@ var surface = []struct {
 	{"semaphore", "Lease", []string{"Release", "Done", "Err", "Token", "Node", "Commit", "Suspended", "Resumed"}},
 	{"leader", "Election", []string{"Campaign", "TryCampaign", "Resign", "Run", "Take", "Path",
 		"IsLeader", "Done", "Err", "Token", "Node", "Commit", "Proclaim", "Suspended", "Resumed",
-		"Leader", "Participants", "Observe", "Observer"}},
+		"Leader", "Participants", "ParticipantNodes", "Observe", "Observer"}},
 }
 
 // TestSurfaceInGoDoc checks that the methods of surface are declared and

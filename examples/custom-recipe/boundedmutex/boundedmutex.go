@@ -71,3 +71,9 @@ func (m *Mutex) Lock(ctx context.Context) (*recipe.Hold, error) {
 func (m *Mutex) Participants(ctx context.Context) ([]recipe.Participant, error) {
 	return m.lk.Participants(ctx)
 }
+
+// ParticipantNodes lists the queue as Participants does, from one listing
+// of the directory and without each node's data.
+func (m *Mutex) ParticipantNodes(ctx context.Context) ([]recipe.ParticipantNode, error) {
+	return m.lk.ParticipantNodes(ctx)
+}
