@@ -39,3 +39,30 @@ func TestClipExpired(t *testing.T) {
 		})
 	}
 }
+
+// A worker granted after a ghost's grant is a violation only if the
+// watcher found the ghost's node there after the worker's grant; one
+// granted after that, before the watcher saw the node gone, learnt of
+// the deletion first.
+func TestGhostViolations(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	end := ghostEnd{present: at(500), gone: at(700)}
+	for _, tc := range []struct {
+		name  string
+		start int
+		want  int
+	}{
+		{"before the ghost's grant", -10, 0},
+		{"while the node was seen there", 300, 1},
+		{"after the last sight, before the watcher saw it gone", 550, 0},
+		{"after it was gone", 800, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ghostViolations(at(0), end, []Interval{{Worker: 1, Start: at(tc.start), End: at(tc.start + 50)}})
+			if len(got) != tc.want {
+				t.Errorf("%d violations %q, want %d", len(got), got, tc.want)
+			}
+		})
+	}
+}

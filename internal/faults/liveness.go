@@ -342,7 +342,7 @@ type Ghost struct {
 
 	mu       sync.Mutex
 	vanished time.Time
-	gone     chan time.Time // when the server deleted its node
+	gone     chan ghostEnd // when the server deleted its node
 	// CloseTook is how long Client.Close took, called while the ghost was
 	// cut off.
 	CloseTook time.Duration
@@ -361,7 +361,7 @@ func (c *Cell) AddGhost(ctx context.Context) (*Ghost, error) {
 		p.Close()
 		return nil, fmt.Errorf("%s ghost: %w", c.Adapter.Name, err)
 	}
-	g := &Ghost{cell: c, Client: cl, Proxy: p, gone: make(chan time.Time, 1)}
+	g := &Ghost{cell: c, Client: cl, Proxy: p, gone: make(chan ghostEnd, 1)}
 	acq, err := c.Adapter.New(cl, c.Path)
 	if err == nil {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -401,6 +401,7 @@ func (g *Ghost) vanish() {
 		// within a hard limit.
 		wait := 4*g.cell.Target.SessionTimeout + 60*time.Second
 		deadline, hard := time.Now().Add(wait), time.Now().Add(5*time.Minute)
+		var present time.Time
 		for now := time.Now(); now.Before(deadline) && now.Before(hard); now = time.Now() {
 			left := 0
 			for _, n := range nodes {
@@ -408,12 +409,15 @@ func (g *Ghost) vanish() {
 				if err != nil {
 					deadline = time.Now().Add(wait)
 				}
+				if err == nil && ok {
+					present = now
+				}
 				if err != nil || ok {
 					left++
 				}
 			}
 			if left == 0 {
-				g.gone <- time.Now()
+				g.gone <- ghostEnd{present: present, gone: time.Now()}
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -459,7 +463,8 @@ func (c *Cell) settle(g *Ghost, i int) {
 		g.close()
 		return
 	}
-	gone, ok := <-g.gone
+	end, ok := <-g.gone
+	gone := end.gone
 	g.close()
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
@@ -478,18 +483,32 @@ func (c *Cell) settle(g *Ghost, i int) {
 	if g.held.Mode == Shared || g.held.Mode == Lease {
 		return
 	}
-	for _, iv := range ep.intervals {
-		if iv.Start.After(g.grant) && iv.Start.Before(gone.Add(-ghostSlack)) {
-			ep.violations = append(ep.violations, fmt.Sprintf("worker %d granted %v while the ghost's node was still there (deleted %v later)",
-				iv.Worker, iv.Node, gone.Sub(iv.Start).Round(time.Millisecond)))
-		}
-	}
+	ep.violations = append(ep.violations, ghostViolations(g.grant, end, ep.intervals)...)
 }
 
-// ghostSlack is how much earlier than the watcher of a ghost's node a
-// worker may learn of its deletion: both are told by the server, on
-// different connections, and the watcher polls every 10ms.
-const ghostSlack = 100 * time.Millisecond
+// ghostViolations lists the holds of intervals granted after a ghost's
+// grant while its node was still there.
+func ghostViolations(grant time.Time, end ghostEnd, intervals []Interval) []string {
+	var out []string
+	for _, iv := range intervals {
+		if iv.Start.After(grant) && iv.Start.Before(end.present) {
+			out = append(out, fmt.Sprintf("worker %d granted %v while the ghost's node was still there (found there %v later; deleted by %v later)",
+				iv.Worker, iv.Node, end.present.Sub(iv.Start).Round(time.Millisecond), end.gone.Sub(iv.Start).Round(time.Millisecond)))
+		}
+	}
+	return out
+}
+
+// ghostEnd is what the watcher of a ghost's nodes saw of their end: a
+// poll begun at present still found one of them (the server answered
+// after that moment), and they were all gone at gone. A worker granted
+// before present held while a ghost's node was there: the server only
+// tells a worker of a deletion it has made. A worker granted between
+// the two may have learnt of the deletion before the watcher, whose
+// connection may have been slower to come back after a fault.
+type ghostEnd struct {
+	present, gone time.Time
+}
 
 // close closes the ghost's client, timing it, and its proxy.
 func (g *Ghost) close() {
