@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// The patch zkrecipes ships applies to go-zookeeper as the module cache
-// holds it, and only the four accesses of lastZxid change.
+// The patches zkrecipes ships apply to go-zookeeper as the module cache
+// holds it, and change only the four accesses of lastZxid and what
+// CreateContainer returns when the connection closed.
 func TestPatchAppliesToRelease(t *testing.T) {
 	mods, err := goList("-m", "-json", zkModule)
 	if err != nil || len(mods) != 1 {
@@ -40,8 +41,13 @@ func TestPatchAppliesToRelease(t *testing.T) {
 	if n := strings.Count(string(after), "atomic.LoadInt64(&c.lastZxid)") + strings.Count(string(after), "atomic.StoreInt64(&c.lastZxid"); n != 4 {
 		t.Errorf("%d atomic accesses of lastZxid, want 4", n)
 	}
-	if got, want := strings.Count(string(after), "\n"), strings.Count(string(before), "\n"); got != want {
-		t.Errorf("conn.go has %d lines, the release %d", got, want)
+	_, container, _ := strings.Cut(string(after), "func (c *Conn) CreateContainer(")
+	container, _, _ = strings.Cut(container, "\n}\n")
+	if !strings.Contains(container, "if err == ErrConnectionClosed {\n\t\treturn \"\", err\n\t}") {
+		t.Error("CreateContainer still reads its reply when the connection closed")
+	}
+	if got, want := strings.Count(string(after), "\n"), strings.Count(string(before), "\n")+3; got != want {
+		t.Errorf("conn.go has %d lines, want the release's and 3: %d", got, want)
 	}
 	// Made once: a second call finds it.
 	again, err := patchedCopy(root, src, mods[0].Version, patches)
