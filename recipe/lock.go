@@ -1,11 +1,15 @@
 package recipe
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,13 +84,13 @@ type LockSpec struct {
 // concurrent use; each acquire is independent (reentrancy is the recipes'
 // business).
 type Lock struct {
-	c     *Client
-	dir   string
-	spec  LockSpec
-	queue []string
-	data  []byte
-
-	*recipeTel // names and attribute sets of the recipe's telemetry
+	c    *Client
+	dir  string
+	data []byte
+	// *lockKind is what the Lock shares with every other of the same
+	// LockSpec: a recipe makes a Lock per handle, and a queued waiter
+	// keeps its handle.
+	*lockKind
 
 	// busy is set when the last acquire found the lock taken. An acquire
 	// then sends its listing after its create's reply rather than behind
@@ -117,14 +121,95 @@ func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) 
 	if err := checkLock(c, path, spec, data); err != nil {
 		return nil, err
 	}
+	k := kindOf(spec, data)
+	if !bytes.Equal(data, k.data) {
+		data = append([]byte(nil), data...)
+	} else {
+		data = k.data // the same node data as the last Lock of the kind: shared, as neither changes it
+	}
+	return &Lock{c: c, dir: path, data: data, lockKind: k}, nil
+}
+
+// lockKind is a LockSpec with its defaults filled in, and what follows
+// from it.
+type lockKind struct {
+	spec       LockSpec
+	queue      []string // spec.Queue, or just LockName
+	data       []byte   // the node data of the first Lock of the kind
+	*recipeTel          // names and attribute sets of the recipe's telemetry
+}
+
+// newKind fills in spec's defaults and copies what the caller could
+// change; data is the node data of its first Lock.
+func newKind(spec LockSpec, data []byte) *lockKind {
 	spec = spec.withDefaults()
+	spec.Queue = slices.Clone(spec.Queue)
+	spec.DirData = slices.Clone(spec.DirData)
 	q := spec.Queue
 	if len(q) == 0 {
 		q = []string{spec.LockName}
 	}
-	l := &Lock{c: c, dir: path, spec: spec, queue: q, data: append([]byte(nil), data...),
-		recipeTel: telemetryOf(spec.Recipe)}
-	return l, nil
+	return &lockKind{spec: spec, queue: q, data: bytes.Clone(data), recipeTel: telemetryOf(spec.Recipe)}
+}
+
+// kindKey is a LockSpec as a map key: equal keys, equal specs.
+type kindKey struct {
+	recipe, lockName, queue, dirData              string
+	driver                                        driver.Driver
+	dirMismatch, notAcquired, wouldBlock, notHeld error
+	revocable                                     bool
+	maxHold                                       time.Duration
+}
+
+// kinds interns the kinds of lock (kindKey -> *lockKind), so that the
+// Locks of one LockSpec share one; at most maxKinds of them.
+var (
+	kinds     sync.Map
+	kindCount atomic.Int32
+)
+
+const maxKinds = 1024
+
+// kindOf returns the shared kind of spec (data: the node data of the
+// Lock that asks, kept by a new kind), or a kind of its own when spec
+// cannot be a map key (a driver or sentinel of a type that does not
+// compare) or there are too many kinds already.
+func kindOf(spec LockSpec, data []byte) (k *lockKind) {
+	key := kindKey{recipe: spec.Recipe, lockName: spec.LockName, queue: strings.Join(spec.Queue, "/"),
+		dirData: string(spec.DirData), driver: spec.Driver, dirMismatch: spec.DirMismatch,
+		notAcquired: spec.NotAcquired, wouldBlock: spec.WouldBlock, notHeld: spec.NotHeld,
+		revocable: spec.Revocable, maxHold: spec.MaxHold}
+	if !allComparable(spec.Driver, spec.DirMismatch, spec.NotAcquired, spec.WouldBlock, spec.NotHeld) {
+		return newKind(spec, data)
+	}
+	defer func() {
+		if recover() != nil { // a value inside a comparable type that is not
+			k = newKind(spec, data)
+		}
+	}()
+	if got, ok := kinds.Load(key); ok {
+		return got.(*lockKind)
+	}
+	k = newKind(spec, data)
+	if kindCount.Load() >= maxKinds {
+		return k
+	}
+	got, loaded := kinds.LoadOrStore(key, k)
+	if !loaded {
+		kindCount.Add(1)
+	}
+	return got.(*lockKind)
+}
+
+// allComparable reports whether every value is nil or of a type that
+// compares.
+func allComparable(vs ...any) bool {
+	for _, v := range vs {
+		if t := reflect.TypeOf(v); t != nil && !t.Comparable() {
+			return false
+		}
+	}
+	return true
 }
 
 // checkLock is NewLock's input check, a list of rules.
