@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,23 +112,77 @@ func DefaultNodeData() []byte {
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	return fmt.Appendf(nil, "%s:%d", host, os.Getpid())
+	b := append(append(make([]byte, 0, len(host)+12), host...), ':')
+	return strconv.AppendInt(b, int64(os.Getpid()), 10)
 }
 
 // NewLock validates its input, without I/O, and returns an engine for the
 // lock directory path. data is stored in every node this Lock creates (nil:
 // none; recipes default to [DefaultNodeData]).
 func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) {
-	if err := checkLock(c, path, spec, data); err != nil {
+	if err := checkLock(c, path, &spec, data); err != nil {
 		return nil, err
 	}
-	k := kindOf(spec, data)
+	k := kindOf(&spec, data)
 	if !bytes.Equal(data, k.data) {
 		data = append([]byte(nil), data...)
 	} else {
 		data = k.data // the same node data as the last Lock of the kind: shared, as neither changes it
 	}
 	return &Lock{c: c, dir: path, data: data, lockKind: k}, nil
+}
+
+// checkLock is NewLock's input check, a list of rules.
+func checkLock(c *Client, path string, spec *LockSpec, data []byte) error {
+	if c == nil {
+		return fmt.Errorf("%w: nil client", ErrInvalidArgument)
+	}
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	if spec.LockName == "" || strings.ContainsRune(spec.LockName, '/') {
+		return fmt.Errorf("%w: lock name %q", ErrInvalidArgument, spec.LockName)
+	}
+	if spec.Driver == nil {
+		return fmt.Errorf("%w: nil driver", ErrInvalidArgument)
+	}
+	if spec.MaxHold < 0 {
+		return fmt.Errorf("%w: negative maximum hold time %v", ErrInvalidArgument, spec.MaxHold)
+	}
+	return c.lockFits(path, spec.LockName, spec.DirData, data)
+}
+
+// lockFits checks, by their encoded size, that the requests of a lock
+// fit in a request to the servers: the create of its nodes (path and
+// data) and of its directory (with dirData). The error names the part
+// that does not fit.
+func (c *Client) lockFits(path, lockName string, dirData, data []byte) error {
+	node := path + "/" + protectedPrefix + "00000000-0000-0000-0000-000000000000-" + lockName
+	sizes := [...]int{
+		frameLen(createLen(node, nil, c.cfg.acl)),
+		frameLen(createLen(node, data, c.cfg.acl)),
+		frameLen(createLen(path, dirData, c.cfg.acl)),
+	}
+	for i, size := range sizes {
+		if size > c.cfg.maxPacket {
+			return c.lockTooLarge(i, path, len(dirData), len(data), size)
+		}
+	}
+	return nil
+}
+
+// lockTooLarge is lockFits' error for its request i, of size bytes; it is
+// made apart, so that a handle made in a goroutine that later waits in
+// line does not grow that goroutine's stack for a message it never needs.
+//
+//go:noinline
+func (c *Client) lockTooLarge(i int, path string, dirData, data, size int) error {
+	what := [...]string{
+		fmt.Sprintf("lock path of %d bytes (the create of its nodes, without data)", len(path)),
+		fmt.Sprintf("node data of %d bytes (the create of a node at %s)", data, path),
+		fmt.Sprintf("directory data of %d bytes (the create of %s)", dirData, path),
+	}[i]
+	return c.tooLarge(what, size)
 }
 
 // lockKind is a LockSpec with its defaults filled in, and what follows
@@ -141,8 +196,8 @@ type lockKind struct {
 
 // newKind fills in spec's defaults and copies what the caller could
 // change; data is the node data of its first Lock.
-func newKind(spec LockSpec, data []byte) *lockKind {
-	spec = spec.withDefaults()
+func newKind(s *LockSpec, data []byte) *lockKind {
+	spec := s.withDefaults()
 	spec.Queue = slices.Clone(spec.Queue)
 	spec.DirData = slices.Clone(spec.DirData)
 	q := spec.Queue
@@ -174,7 +229,7 @@ const maxKinds = 1024
 // Lock that asks, kept by a new kind), or a kind of its own when spec
 // cannot be a map key (a driver or sentinel of a type that does not
 // compare) or there are too many kinds already.
-func kindOf(spec LockSpec, data []byte) (k *lockKind) {
+func kindOf(spec *LockSpec, data []byte) (k *lockKind) {
 	key := kindKey{recipe: spec.Recipe, lockName: spec.LockName, queue: strings.Join(spec.Queue, "/"),
 		dirData: string(spec.DirData), driver: spec.Driver, dirMismatch: spec.DirMismatch,
 		notAcquired: spec.NotAcquired, wouldBlock: spec.WouldBlock, notHeld: spec.NotHeld,
@@ -210,44 +265,6 @@ func allComparable(vs ...any) bool {
 		}
 	}
 	return true
-}
-
-// checkLock is NewLock's input check, a list of rules.
-func checkLock(c *Client, path string, spec LockSpec, data []byte) error {
-	if c == nil {
-		return fmt.Errorf("%w: nil client", ErrInvalidArgument)
-	}
-	if err := ValidatePath(path); err != nil {
-		return err
-	}
-	if spec.LockName == "" || strings.ContainsRune(spec.LockName, '/') {
-		return fmt.Errorf("%w: lock name %q", ErrInvalidArgument, spec.LockName)
-	}
-	if spec.Driver == nil {
-		return fmt.Errorf("%w: nil driver", ErrInvalidArgument)
-	}
-	if spec.MaxHold < 0 {
-		return fmt.Errorf("%w: negative maximum hold time %v", ErrInvalidArgument, spec.MaxHold)
-	}
-	return c.lockFits(path, spec, data)
-}
-
-// lockFits checks, by their encoded size, that the requests of a lock
-// fit in a request to the servers: the create of its nodes (path and
-// data) and of its directory (with DirData). The error names the part
-// that does not fit.
-func (c *Client) lockFits(path string, spec LockSpec, data []byte) error {
-	node := path + "/" + protectedPrefix + "00000000-0000-0000-0000-000000000000-" + spec.LockName
-	if err := c.tooLarge(fmt.Sprintf("lock path of %d bytes (the create of its nodes, without data)", len(path)),
-		frameLen(createLen(node, nil, c.cfg.acl))); err != nil {
-		return err
-	}
-	if err := c.tooLarge(fmt.Sprintf("node data of %d bytes (the create of a node at %s)", len(data), path),
-		frameLen(createLen(node, data, c.cfg.acl))); err != nil {
-		return err
-	}
-	return c.tooLarge(fmt.Sprintf("directory data of %d bytes (the create of %s)", len(spec.DirData), path),
-		frameLen(createLen(path, spec.DirData, c.cfg.acl)))
 }
 
 // withDefaults fills in the name and the sentinels left unset.
@@ -303,7 +320,12 @@ func (l *Lock) Spec() LockSpec {
 // ctx.Err() when ctx ended, [ErrMismatch] when the directory is used by
 // another kind of lock, [ErrPermission], ...
 func (l *Lock) Acquire(ctx context.Context) (*Hold, error) {
-	return l.acquireOne(ctx, false)
+	// Not through acquireOne: one frame less on a queued waiter's stack.
+	hs, err := l.acquire(ctx, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return hs[0], nil
 }
 
 // TryAcquire is [Lock.Acquire] without the wait: it enqueues, looks once,
@@ -356,25 +378,53 @@ func (l *Lock) nSize(n int) int {
 
 func (l *Lock) acquire(ctx context.Context, n int, try bool) ([]*Hold, error) {
 	if ctx == nil {
-		return nil, &notAcquired{l.spec.NotAcquired, l.dir, fmt.Errorf("%w: nil context", ErrInvalidArgument)}
+		return nil, l.nilContext()
 	}
+	// The telemetry is begun and ended in functions of their own, so
+	// that this frame, which a queued waiter keeps on its stack, holds
+	// none of their state.
 	start := time.Now()
-	ctx, span := l.startSpan(ctx, l.spanName)
-	defer span.End()
-	recording := span.IsRecording() // attributes are built only for a span that keeps them
-	if recording {
-		span.SetAttributes(telemetry.AttrRecipe.String(l.spec.Recipe), telemetry.AttrPath.String(l.dir))
-	}
-	l.c.ins.waiters.Add(ctx, int64(n), l.attrs)
-	defer l.c.ins.waiters.Add(ctx, -int64(n), l.attrs)
-	if n > 1 && recording {
-		span.SetAttributes(telemetry.AttrCount.Int(n))
-	}
+	ctx, span := l.beginAcquire(ctx, n)
 	g := newGroup(l, n, try, span)
 	err := g.run(ctx)
+	return l.endAcquire(ctx, g, err, start)
+}
+
+// nilContext is the error of an acquire given a nil context.
+//
+//go:noinline
+func (l *Lock) nilContext() error {
+	return &notAcquired{l.spec.NotAcquired, l.dir, fmt.Errorf("%w: nil context", ErrInvalidArgument)}
+}
+
+// beginAcquire starts the span of an acquire of n nodes and counts them
+// as waiters.
+//
+//go:noinline
+func (l *Lock) beginAcquire(ctx context.Context, n int) (context.Context, trace.Span) {
+	ctx, span := l.startSpan(ctx, l.spanName)
+	if span.IsRecording() { // attributes are built only for a span that keeps them
+		span.SetAttributes(telemetry.AttrRecipe.String(l.spec.Recipe), telemetry.AttrPath.String(l.dir))
+		if n > 1 {
+			span.SetAttributes(telemetry.AttrCount.Int(n))
+		}
+	}
+	l.c.ins.waiters.Add(ctx, int64(n), l.attrs)
+	return ctx, span
+}
+
+// endAcquire records the outcome err of the acquire of g that began at
+// start, ends its span (the attempts'), and returns its holds or its error (abandoning
+// its nodes).
+//
+//go:noinline
+func (l *Lock) endAcquire(ctx context.Context, g group, err error, start time.Time) ([]*Hold, error) {
+	span := g[0].span
+	defer span.End()
+	l.c.ins.waiters.Add(ctx, -int64(len(g)), l.attrs)
 	l.busy.Store(g.foundTaken() || errors.Is(err, ErrWouldBlock))
 	waited := time.Since(start)
-	if recording {
+	if span.IsRecording() {
 		span.SetAttributes(telemetry.AttrWaitMs.Int64(waited.Milliseconds()))
 	}
 	if err == nil {

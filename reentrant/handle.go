@@ -132,9 +132,10 @@ func (h *Handle) Take(ctx context.Context, wait bool) (recipe.Held, error) {
 // re-entry into a hold that was lost meanwhile fails with the loss: call
 // Release first.
 func (h *Handle) Enter(ctx context.Context, wait bool) (context.Context, error) {
-	spec := h.spec
+	// Errors are made in functions of their own: a queued waiter keeps
+	// this frame on its stack while it waits.
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: %w: nil context", spec.NotAcquired, recipe.ErrInvalidArgument)
+		return nil, h.nilContext()
 	}
 	if again, err := h.reenter(ctx); again || err != nil {
 		return ctx, err
@@ -142,22 +143,39 @@ func (h *Handle) Enter(ctx context.Context, wait bool) (context.Context, error) 
 	if err := h.takeSlot(ctx, wait); err != nil {
 		return nil, err
 	}
-	acquire := h.lk.Acquire
-	if !wait {
-		acquire = h.lk.TryAcquire
+	var hd *recipe.Hold
+	var err error
+	if wait {
+		hd, err = h.lk.Acquire(ctx)
+	} else {
+		hd, err = h.lk.TryAcquire(ctx)
 	}
-	hd, err := acquire(ctx)
 	if err != nil {
-		h.giveSlot()
-		if errors.Is(err, recipe.ErrWouldBlock) {
-			return nil, fmt.Errorf("%w: %s", spec.WouldBlock, h.Path())
-		}
-		return nil, err
+		return nil, h.failed(err)
 	}
 	h.mu.Lock()
 	h.hold, h.count = hd, 1
 	h.mu.Unlock()
 	return WithHold(ctx, h, hd), nil
+}
+
+// nilContext is the error of an Enter given a nil context.
+//
+//go:noinline
+func (h *Handle) nilContext() error {
+	return fmt.Errorf("%w: %w: nil context", h.spec.NotAcquired, recipe.ErrInvalidArgument)
+}
+
+// failed frees the handle's local exclusion after a failed acquire and
+// returns Enter's error for err.
+//
+//go:noinline
+func (h *Handle) failed(err error) error {
+	h.giveSlot()
+	if errors.Is(err, recipe.ErrWouldBlock) {
+		return fmt.Errorf("%w: %s", h.spec.WouldBlock, h.Path())
+	}
+	return err
 }
 
 // reenter counts one more hold when ctx carries the handle's current hold
