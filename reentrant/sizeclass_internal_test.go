@@ -20,11 +20,13 @@ func TestHandleSizeClass(t *testing.T) {
 func TestSentinelsShared(t *testing.T) {
 	errA := errors.New("a")
 	s := sentinels{Recipe: "x", NotAcquired: errA, WouldBlock: errA, NotHeld: errA}
-	if sentinelsOf(s) != sentinelsOf(s) {
+	first, second := sentinelsOf(s), sentinelsOf(s)
+	if first != second {
 		t.Error("equal sentinels kept twice, want them shared")
 	}
 	odd := sentinels{Recipe: "x", NotAcquired: oddErr{[]int{1}}, WouldBlock: errA, NotHeld: errA}
-	if p := sentinelsOf(odd); p == sentinelsOf(odd) || p.Recipe != "x" {
+	p, q := sentinelsOf(odd), sentinelsOf(odd)
+	if p == q || p.Recipe != "x" {
 		t.Error("sentinels that do not compare were shared")
 	}
 }
