@@ -213,7 +213,19 @@ type kindKey struct {
 	driver                                        driver.Driver
 	dirMismatch, notAcquired, wouldBlock, notHeld error
 	revocable                                     bool
+	dirDataSet                                    bool // DirData is not nil (even if empty)
 	maxHold                                       time.Duration
+}
+
+// queueKey encodes a queue's lock names, each after its length, so that
+// no two queues have the same key.
+func queueKey(q []string) string {
+	var b []byte
+	for _, n := range q {
+		b = strconv.AppendInt(b, int64(len(n)), 10)
+		b = append(append(b, ':'), n...)
+	}
+	return string(b)
 }
 
 // kinds interns the kinds of lock (kindKey -> *lockKind), so that the
@@ -230,10 +242,10 @@ const maxKinds = 1024
 // cannot be a map key (a driver or sentinel of a type that does not
 // compare) or there are too many kinds already.
 func kindOf(spec *LockSpec, data []byte) (k *lockKind) {
-	key := kindKey{recipe: spec.Recipe, lockName: spec.LockName, queue: strings.Join(spec.Queue, "/"),
+	key := kindKey{recipe: spec.Recipe, lockName: spec.LockName, queue: queueKey(spec.Queue),
 		dirData: string(spec.DirData), driver: spec.Driver, dirMismatch: spec.DirMismatch,
 		notAcquired: spec.NotAcquired, wouldBlock: spec.WouldBlock, notHeld: spec.NotHeld,
-		revocable: spec.Revocable, maxHold: spec.MaxHold}
+		revocable: spec.Revocable, dirDataSet: spec.DirData != nil, maxHold: spec.MaxHold}
 	if !allComparable(spec.Driver, spec.DirMismatch, spec.NotAcquired, spec.WouldBlock, spec.NotHeld) {
 		return newKind(spec, data)
 	}

@@ -72,6 +72,24 @@ func TestLockKinds(t *testing.T) {
 	}
 
 	s = spec()
+	s.DirData = []byte{} // set, and empty: not the kind of a spec without DirData
+	e1, err1 := NewLock(c, "/k/h", s, nil)
+	s.DirData = nil
+	e2, err2 := NewLock(c, "/k/i", s, nil)
+	if err1 != nil || err2 != nil || e1.lockKind == e2.lockKind || e1.spec.DirData == nil || e2.spec.DirData != nil {
+		t.Errorf("empty and nil DirData: one kind %v (errors %v, %v), want a kind each, keeping which is nil",
+			err1 == nil && err2 == nil && e1.lockKind == e2.lockKind, err1, err2)
+	}
+	s = spec()
+	s.Queue = []string{"k-", "j-/x"}
+	q1, err1 := NewLock(c, "/k/j", s, nil)
+	s.Queue = []string{"k-", "j-", "x"}
+	q2, err2 := NewLock(c, "/k/k", s, nil)
+	if err1 != nil || err2 != nil || q1.lockKind == q2.lockKind {
+		t.Errorf("two queues whose names run together: one kind (errors %v, %v), want a kind each", err1, err2)
+	}
+
+	s = spec()
 	s.Driver = driver.DriverFunc(func(sorted []string, self string) (driver.Decision, error) {
 		return driver.Mutex().Decide(sorted, self)
 	})
