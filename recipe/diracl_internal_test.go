@@ -75,7 +75,7 @@ func TestGuardedWrite(t *testing.T) {
 		{"mutex", nil, nil},
 		{"semaphore", []byte("maxLeases=2"), []string{"world:anyone:rw"}},
 	} {
-		l := &Lock{c: c, spec: LockSpec{DirData: tc.dirData}}
+		l := &Lock{c: c, lockKind: &lockKind{spec: LockSpec{DirData: tc.dirData}}}
 		if got := c.foreignGrants(dir, l.guarded()); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: foreignGrants = %q, want %q", tc.name, got, tc.want)
 		}

@@ -41,8 +41,8 @@ type Hold struct {
 	// monitor has none.
 	ctx    context.Context
 	cancel context.CancelFunc
-	start  time.Time // when the hold began
-	prev   *Hold     // neighbours in that list
+	start  monotime // when the hold began
+	prev   *Hold    // neighbours in that list
 	next   *Hold
 	// watchNow, for a hold monitored from the start, is closed when the
 	// own-node watch is wanted: its loss signal was asked for, or it is
@@ -58,11 +58,30 @@ type Hold struct {
 	exited chan struct{}   // closed when the monitor, once started, ends
 	ctxs   []*holdContext  // contexts handed out by Context, cancelled when the hold ends
 
-	// Suspension ([WithSuspensionTolerance]), under mu.
+	// susp is the state of suspensions, for a client that tolerates them
+	// ([WithSuspensionTolerance]); nil for any other (most holds: kept
+	// apart, so that they do not pay for it).
+	susp *holdSuspension
+}
+
+// holdSuspension is a hold's state of suspensions, under its mu.
+type holdSuspension struct {
 	suspended chan struct{} // closed while a suspension is in progress
 	resumed   chan struct{} // closed while none is
 	cleared   int           // suspensions of the epoch the hold came through, or that began before it
 }
+
+// monotime is a reading of the monotonic clock: nanoseconds since
+// clockBase. Half the size of a time.Time, which a Hold would keep for
+// the same use.
+type monotime int64
+
+var clockBase = time.Now()
+
+func monoNow() monotime { return monotime(time.Since(clockBase)) }
+
+// since returns the time elapsed since t.
+func (t monotime) since() time.Duration { return time.Duration(monoNow() - t) }
 
 // newHold starts watching an acquired node. ownW is the watch already set
 // on it, if any.
@@ -76,22 +95,19 @@ func newHold(l *Lock, node, prefix string, token int64, ep *epoch, sweep bool, o
 		sweep:   sweep,
 		ep:      ep,
 		done:    make(chan struct{}),
-		start:   time.Now(),
+		start:   monoNow(),
 		revoked: neverClosed,
 		ownW:    ownW,
-
-		suspended: neverClosed,
-		resumed:   closedChan,
 	}
 	if l.spec.Revocable {
 		h.revoked = make(chan struct{})
 	}
 	if l.c.cfg.tolerateSuspension {
-		h.suspended = make(chan struct{})
+		h.susp = &holdSuspension{suspended: make(chan struct{}), resumed: closedChan}
 		s, n := l.c.suspension(ep)
-		h.cleared = n
+		h.susp.cleared = n
 		if s.began {
-			h.cleared-- // born suspended: it must come through this one
+			h.susp.cleared-- // born suspended: it must come through this one
 		}
 	}
 	if l.spec.Revocable || l.spec.MaxHold > 0 || l.c.cfg.tolerateSuspension {
@@ -230,7 +246,10 @@ func (h *Hold) Suspended() <-chan struct{} {
 	h.checkSilence()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.suspended
+	if h.susp == nil {
+		return neverClosed
+	}
+	return h.susp.suspended
 }
 
 // Resumed returns a channel that is closed when the suspension in progress
@@ -248,19 +267,22 @@ func (h *Hold) Resumed() <-chan struct{} {
 	h.checkSilence()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.resumed
+	if h.susp == nil {
+		return closedChan
+	}
+	return h.susp.resumed
 }
 
 // suspend records that a suspension began (once per suspension).
 func (h *Hold) suspend() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.inSusp || h.err != nil || h.suspended == neverClosed {
+	if h.inSusp || h.err != nil || h.susp == nil {
 		return
 	}
 	h.inSusp = true
-	close(h.suspended)
-	h.resumed = make(chan struct{})
+	close(h.susp.suspended)
+	h.susp.resumed = make(chan struct{})
 	h.l.c.log.Warn("hold suspended", "path", h.l.dir, "node", h.node)
 }
 
@@ -270,7 +292,11 @@ func (h *Hold) pending() bool {
 	_, n := h.l.c.suspension(h.ep)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return n > h.cleared
+	cleared := 0 // without tolerance, no suspension is ever cleared
+	if h.susp != nil {
+		cleared = h.susp.cleared
+	}
+	return n > cleared
 }
 
 // resume records that the first n suspensions of the epoch are over, the
@@ -283,11 +309,14 @@ func (h *Hold) resume(n int) bool {
 	if s, now := h.l.c.suspension(h.ep); h.err != nil || s.began || now != n {
 		return false
 	}
-	h.cleared = n
+	if h.susp == nil { // not tolerated: a suspension ends the hold, never resumes it
+		return false
+	}
+	h.susp.cleared = n
 	if h.inSusp {
 		h.inSusp = false
-		h.suspended = make(chan struct{})
-		close(h.resumed)
+		h.susp.suspended = make(chan struct{})
+		close(h.susp.resumed)
 		h.l.c.log.Info("hold kept through a suspension", "path", h.l.dir, "node", h.node)
 	}
 	return true
@@ -490,5 +519,5 @@ func (h *Hold) endLocked(err error) {
 	case errors.Is(err, ErrMaxHoldExceeded):
 		end = "max_hold"
 	}
-	h.l.c.ins.holdDuration.Record(ctx, time.Since(h.start).Seconds(), h.l.endAttrs[end])
+	h.l.c.ins.holdDuration.Record(ctx, h.start.since().Seconds(), h.l.endAttrs[end])
 }

@@ -1,9 +1,7 @@
 package recipe
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -223,25 +221,16 @@ func (lst *listing) viewFor(q []string) *queueView {
 
 // newQueueView sorts names for a queue of the lock names q.
 func newQueueView(names []string, q []string) *queueView {
-	type entry struct {
-		seq  int64
-		name string
-	}
-	es := make([]entry, 0, len(names))
+	es := make([]queueEntry, 0, len(names))
 	v := &queueView{}
 	for _, n := range names {
 		if seq, ok := driver.Sequence(n, q...); ok {
-			es = append(es, entry{seq, n})
+			es = append(es, queueEntry{seq, n})
 		} else {
 			v.others = append(v.others, n)
 		}
 	}
-	slices.SortFunc(es, func(a, b entry) int {
-		if c := cmp.Compare(a.seq, b.seq); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
+	sortEntries(es) // not slices.SortFunc: see sortEntries
 	v.nodes = make([]string, len(es))
 	v.seqs = make([]int64, len(es))
 	for i, e := range es {

@@ -186,7 +186,7 @@ func TestSetQueueFromAgreesWithSetQueue(t *testing.T) {
 			}
 			names = append(names, tc.extra...)
 			rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-			l := &Lock{c: c, dir: "/locks/d", spec: tc.spec, queue: tc.queue}
+			l := &Lock{c: c, dir: "/locks/d", lockKind: &lockKind{spec: tc.spec, queue: tc.queue}}
 			shared := &listing{names: slices.Clone(names)}
 			for _, own := range names {
 				if _, ok := driver.Sequence(own, tc.queue...); !ok {

@@ -1,11 +1,16 @@
 package recipe
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,13 +85,13 @@ type LockSpec struct {
 // concurrent use; each acquire is independent (reentrancy is the recipes'
 // business).
 type Lock struct {
-	c     *Client
-	dir   string
-	spec  LockSpec
-	queue []string
-	data  []byte
-
-	*recipeTel // names and attribute sets of the recipe's telemetry
+	c    *Client
+	dir  string
+	data []byte
+	// *lockKind is what the Lock shares with every other of the same
+	// LockSpec: a recipe makes a Lock per handle, and a queued waiter
+	// keeps its handle.
+	*lockKind
 
 	// busy is set when the last acquire found the lock taken. An acquire
 	// then sends its listing after its create's reply rather than behind
@@ -107,28 +112,28 @@ func DefaultNodeData() []byte {
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	return fmt.Appendf(nil, "%s:%d", host, os.Getpid())
+	b := append(append(make([]byte, 0, len(host)+12), host...), ':')
+	return strconv.AppendInt(b, int64(os.Getpid()), 10)
 }
 
 // NewLock validates its input, without I/O, and returns an engine for the
 // lock directory path. data is stored in every node this Lock creates (nil:
 // none; recipes default to [DefaultNodeData]).
 func NewLock(c *Client, path string, spec LockSpec, data []byte) (*Lock, error) {
-	if err := checkLock(c, path, spec, data); err != nil {
+	if err := checkLock(c, path, &spec, data); err != nil {
 		return nil, err
 	}
-	spec = spec.withDefaults()
-	q := spec.Queue
-	if len(q) == 0 {
-		q = []string{spec.LockName}
+	k := kindOf(&spec, data)
+	if !bytes.Equal(data, k.data) {
+		data = append([]byte(nil), data...)
+	} else {
+		data = k.data // the same node data as the last Lock of the kind: shared, as neither changes it
 	}
-	l := &Lock{c: c, dir: path, spec: spec, queue: q, data: append([]byte(nil), data...),
-		recipeTel: telemetryOf(spec.Recipe)}
-	return l, nil
+	return &Lock{c: c, dir: path, data: data, lockKind: k}, nil
 }
 
 // checkLock is NewLock's input check, a list of rules.
-func checkLock(c *Client, path string, spec LockSpec, data []byte) error {
+func checkLock(c *Client, path string, spec *LockSpec, data []byte) error {
 	if c == nil {
 		return fmt.Errorf("%w: nil client", ErrInvalidArgument)
 	}
@@ -144,25 +149,134 @@ func checkLock(c *Client, path string, spec LockSpec, data []byte) error {
 	if spec.MaxHold < 0 {
 		return fmt.Errorf("%w: negative maximum hold time %v", ErrInvalidArgument, spec.MaxHold)
 	}
-	return c.lockFits(path, spec, data)
+	return c.lockFits(path, spec.LockName, spec.DirData, data)
 }
 
 // lockFits checks, by their encoded size, that the requests of a lock
 // fit in a request to the servers: the create of its nodes (path and
-// data) and of its directory (with DirData). The error names the part
+// data) and of its directory (with dirData). The error names the part
 // that does not fit.
-func (c *Client) lockFits(path string, spec LockSpec, data []byte) error {
-	node := path + "/" + protectedPrefix + "00000000-0000-0000-0000-000000000000-" + spec.LockName
-	if err := c.tooLarge(fmt.Sprintf("lock path of %d bytes (the create of its nodes, without data)", len(path)),
-		frameLen(createLen(node, nil, c.cfg.acl))); err != nil {
-		return err
+func (c *Client) lockFits(path, lockName string, dirData, data []byte) error {
+	node := path + "/" + protectedPrefix + "00000000-0000-0000-0000-000000000000-" + lockName
+	sizes := [...]int{
+		frameLen(createLen(node, nil, c.cfg.acl)),
+		frameLen(createLen(node, data, c.cfg.acl)),
+		frameLen(createLen(path, dirData, c.cfg.acl)),
 	}
-	if err := c.tooLarge(fmt.Sprintf("node data of %d bytes (the create of a node at %s)", len(data), path),
-		frameLen(createLen(node, data, c.cfg.acl))); err != nil {
-		return err
+	for i, size := range sizes {
+		if size > c.cfg.maxPacket {
+			return c.lockTooLarge(i, path, len(dirData), len(data), size)
+		}
 	}
-	return c.tooLarge(fmt.Sprintf("directory data of %d bytes (the create of %s)", len(spec.DirData), path),
-		frameLen(createLen(path, spec.DirData, c.cfg.acl)))
+	return nil
+}
+
+// lockTooLarge is lockFits' error for its request i, of size bytes; it is
+// made apart, so that a handle made in a goroutine that later waits in
+// line does not grow that goroutine's stack for a message it never needs.
+//
+//go:noinline
+func (c *Client) lockTooLarge(i int, path string, dirData, data, size int) error {
+	what := [...]string{
+		fmt.Sprintf("lock path of %d bytes (the create of its nodes, without data)", len(path)),
+		fmt.Sprintf("node data of %d bytes (the create of a node at %s)", data, path),
+		fmt.Sprintf("directory data of %d bytes (the create of %s)", dirData, path),
+	}[i]
+	return c.tooLarge(what, size)
+}
+
+// lockKind is a LockSpec with its defaults filled in, and what follows
+// from it.
+type lockKind struct {
+	spec       LockSpec
+	queue      []string // spec.Queue, or just LockName
+	data       []byte   // the node data of the first Lock of the kind
+	*recipeTel          // names and attribute sets of the recipe's telemetry
+}
+
+// newKind fills in spec's defaults and copies what the caller could
+// change; data is the node data of its first Lock.
+func newKind(s *LockSpec, data []byte) *lockKind {
+	spec := s.withDefaults()
+	spec.Queue = slices.Clone(spec.Queue)
+	spec.DirData = slices.Clone(spec.DirData)
+	q := spec.Queue
+	if len(q) == 0 {
+		q = []string{spec.LockName}
+	}
+	return &lockKind{spec: spec, queue: q, data: bytes.Clone(data), recipeTel: telemetryOf(spec.Recipe)}
+}
+
+// kindKey is a LockSpec as a map key: equal keys, equal specs.
+type kindKey struct {
+	recipe, lockName, queue, dirData              string
+	driver                                        driver.Driver
+	dirMismatch, notAcquired, wouldBlock, notHeld error
+	revocable                                     bool
+	dirDataSet                                    bool // DirData is not nil (even if empty)
+	maxHold                                       time.Duration
+}
+
+// queueKey encodes a queue's lock names, each after its length, so that
+// no two queues have the same key.
+func queueKey(q []string) string {
+	var b []byte
+	for _, n := range q {
+		b = strconv.AppendInt(b, int64(len(n)), 10)
+		b = append(append(b, ':'), n...)
+	}
+	return string(b)
+}
+
+// kinds interns the kinds of lock (kindKey -> *lockKind), so that the
+// Locks of one LockSpec share one; at most maxKinds of them.
+var (
+	kinds     sync.Map
+	kindCount atomic.Int32
+)
+
+const maxKinds = 1024
+
+// kindOf returns the shared kind of spec (data: the node data of the
+// Lock that asks, kept by a new kind), or a kind of its own when spec
+// cannot be a map key (a driver or sentinel of a type that does not
+// compare) or there are too many kinds already.
+func kindOf(spec *LockSpec, data []byte) (k *lockKind) {
+	key := kindKey{recipe: spec.Recipe, lockName: spec.LockName, queue: queueKey(spec.Queue),
+		dirData: string(spec.DirData), driver: spec.Driver, dirMismatch: spec.DirMismatch,
+		notAcquired: spec.NotAcquired, wouldBlock: spec.WouldBlock, notHeld: spec.NotHeld,
+		revocable: spec.Revocable, dirDataSet: spec.DirData != nil, maxHold: spec.MaxHold}
+	if !allComparable(spec.Driver, spec.DirMismatch, spec.NotAcquired, spec.WouldBlock, spec.NotHeld) {
+		return newKind(spec, data)
+	}
+	defer func() {
+		if recover() != nil { // a value inside a comparable type that is not
+			k = newKind(spec, data)
+		}
+	}()
+	if got, ok := kinds.Load(key); ok {
+		return got.(*lockKind)
+	}
+	k = newKind(spec, data)
+	if kindCount.Load() >= maxKinds {
+		return k
+	}
+	got, loaded := kinds.LoadOrStore(key, k)
+	if !loaded {
+		kindCount.Add(1)
+	}
+	return got.(*lockKind)
+}
+
+// allComparable reports whether every value is nil or of a type that
+// compares.
+func allComparable(vs ...any) bool {
+	for _, v := range vs {
+		if t := reflect.TypeOf(v); t != nil && !t.Comparable() {
+			return false
+		}
+	}
+	return true
 }
 
 // withDefaults fills in the name and the sentinels left unset.
@@ -218,7 +332,12 @@ func (l *Lock) Spec() LockSpec {
 // ctx.Err() when ctx ended, [ErrMismatch] when the directory is used by
 // another kind of lock, [ErrPermission], ...
 func (l *Lock) Acquire(ctx context.Context) (*Hold, error) {
-	return l.acquireOne(ctx, false)
+	// Not through acquireOne: one frame less on a queued waiter's stack.
+	hs, err := l.acquire(ctx, 1, false)
+	if err != nil {
+		return nil, err
+	}
+	return hs[0], nil
 }
 
 // TryAcquire is [Lock.Acquire] without the wait: it enqueues, looks once,
@@ -271,25 +390,53 @@ func (l *Lock) nSize(n int) int {
 
 func (l *Lock) acquire(ctx context.Context, n int, try bool) ([]*Hold, error) {
 	if ctx == nil {
-		return nil, &notAcquired{l.spec.NotAcquired, l.dir, fmt.Errorf("%w: nil context", ErrInvalidArgument)}
+		return nil, l.nilContext()
 	}
+	// The telemetry is begun and ended in functions of their own, so
+	// that this frame, which a queued waiter keeps on its stack, holds
+	// none of their state.
 	start := time.Now()
-	ctx, span := l.startSpan(ctx, l.spanName)
-	defer span.End()
-	recording := span.IsRecording() // attributes are built only for a span that keeps them
-	if recording {
-		span.SetAttributes(telemetry.AttrRecipe.String(l.spec.Recipe), telemetry.AttrPath.String(l.dir))
-	}
-	l.c.ins.waiters.Add(ctx, int64(n), l.attrs)
-	defer l.c.ins.waiters.Add(ctx, -int64(n), l.attrs)
-	if n > 1 && recording {
-		span.SetAttributes(telemetry.AttrCount.Int(n))
-	}
+	ctx, span := l.beginAcquire(ctx, n)
 	g := newGroup(l, n, try, span)
 	err := g.run(ctx)
+	return l.endAcquire(ctx, g, err, start)
+}
+
+// nilContext is the error of an acquire given a nil context.
+//
+//go:noinline
+func (l *Lock) nilContext() error {
+	return &notAcquired{l.spec.NotAcquired, l.dir, fmt.Errorf("%w: nil context", ErrInvalidArgument)}
+}
+
+// beginAcquire starts the span of an acquire of n nodes and counts them
+// as waiters.
+//
+//go:noinline
+func (l *Lock) beginAcquire(ctx context.Context, n int) (context.Context, trace.Span) {
+	ctx, span := l.startSpan(ctx, l.spanName)
+	if span.IsRecording() { // attributes are built only for a span that keeps them
+		span.SetAttributes(telemetry.AttrRecipe.String(l.spec.Recipe), telemetry.AttrPath.String(l.dir))
+		if n > 1 {
+			span.SetAttributes(telemetry.AttrCount.Int(n))
+		}
+	}
+	l.c.ins.waiters.Add(ctx, int64(n), l.attrs)
+	return ctx, span
+}
+
+// endAcquire records the outcome err of the acquire of g that began at
+// start, ends its span (the attempts'), and returns its holds or its error (abandoning
+// its nodes).
+//
+//go:noinline
+func (l *Lock) endAcquire(ctx context.Context, g group, err error, start time.Time) ([]*Hold, error) {
+	span := g[0].span
+	defer span.End()
+	l.c.ins.waiters.Add(ctx, -int64(len(g)), l.attrs)
 	l.busy.Store(g.foundTaken() || errors.Is(err, ErrWouldBlock))
 	waited := time.Since(start)
-	if recording {
+	if span.IsRecording() {
 		span.SetAttributes(telemetry.AttrWaitMs.Int64(waited.Milliseconds()))
 	}
 	if err == nil {

@@ -199,7 +199,7 @@ func (h *Hold) maxHoldTimer() (<-chan time.Time, func()) {
 	if d <= 0 {
 		return nil, func() {}
 	}
-	t := time.NewTimer(d - time.Since(h.start))
+	t := time.NewTimer(d - h.start.since())
 	return t.C, func() { t.Stop() }
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zkrecipes/zkrecipes/recipe"
 )
@@ -35,17 +37,19 @@ import (
 // Node, Commit, Revoked, Suspended and Resumed are its [View]'s, on the
 // current hold.
 type Handle struct {
-	view View // of the current hold
 	lk   *recipe.Lock
-	spec sentinels // lk's, for its errors
-	// slot is full from the start of an acquire that is not a re-entry
-	// until the hold it made is released (or the acquire failed): the
-	// handle's local exclusion, a one-token semaphore.
-	slot chan struct{}
+	spec *sentinels // lk's, for its errors; shared by the handles of one kind
 
-	mu    sync.Mutex
-	hold  *recipe.Hold
+	mu   sync.Mutex
+	hold *recipe.Hold
+	// count is the number of Takes and Enters the hold answers for.
 	count int
+	// busy is set from the start of an acquire that is not a re-entry
+	// until the hold it made is released (or the acquire failed): the
+	// handle's local exclusion, a one-token semaphore. freed is made
+	// by a Take that waits for it, and closed when it is freed.
+	busy  bool
+	freed chan struct{}
 }
 
 // sentinels is what a handle keeps of its lock's LockSpec: the name and
@@ -55,13 +59,51 @@ type sentinels struct {
 	NotAcquired, WouldBlock, NotHeld error
 }
 
+// shared interns the sentinels of the handles' kinds (sentinels ->
+// *sentinels), at most maxShared of them: one recipe's handles keep one.
+var (
+	shared      sync.Map
+	sharedCount atomic.Int32
+)
+
+const maxShared = 256
+
+// sentinelsOf returns the shared sentinels equal to s, or s itself when
+// they do not compare or there are too many kinds already.
+func sentinelsOf(s sentinels) (p *sentinels) {
+	for _, err := range []error{s.NotAcquired, s.WouldBlock, s.NotHeld} {
+		if t := reflect.TypeOf(err); t != nil && !t.Comparable() {
+			return &s
+		}
+	}
+	defer func() {
+		if recover() != nil { // a value inside a comparable type that is not
+			p = &s
+		}
+	}()
+	if got, ok := shared.Load(s); ok {
+		return got.(*sentinels)
+	}
+	if sharedCount.Load() >= maxShared {
+		return &s
+	}
+	got, loaded := shared.LoadOrStore(s, &s)
+	if !loaded {
+		sharedCount.Add(1)
+	}
+	return got.(*sentinels)
+}
+
 // New returns a handle on lk that holds nothing.
 func New(lk *recipe.Lock) *Handle {
 	spec := lk.Spec()
-	h := &Handle{lk: lk, slot: make(chan struct{}, 1), spec: sentinels{Recipe: spec.Recipe,
-		NotAcquired: spec.NotAcquired, WouldBlock: spec.WouldBlock, NotHeld: spec.NotHeld}}
-	h.view = NewView(h.current, h.spec.NotHeld, h.spec.Recipe+" "+lk.Path())
-	return h
+	return &Handle{lk: lk, spec: sentinelsOf(sentinels{Recipe: spec.Recipe,
+		NotAcquired: spec.NotAcquired, WouldBlock: spec.WouldBlock, NotHeld: spec.NotHeld})}
+}
+
+// view is the [View] of the handle's current hold.
+func (h *Handle) view() View {
+	return View{handle: h, notHeld: h.spec.NotHeld}
 }
 
 // Path returns the lock's path.
@@ -90,9 +132,10 @@ func (h *Handle) Take(ctx context.Context, wait bool) (recipe.Held, error) {
 // re-entry into a hold that was lost meanwhile fails with the loss: call
 // Release first.
 func (h *Handle) Enter(ctx context.Context, wait bool) (context.Context, error) {
-	spec := &h.spec
+	// Errors are made in functions of their own: a queued waiter keeps
+	// this frame on its stack while it waits.
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: %w: nil context", spec.NotAcquired, recipe.ErrInvalidArgument)
+		return nil, h.nilContext()
 	}
 	if again, err := h.reenter(ctx); again || err != nil {
 		return ctx, err
@@ -100,22 +143,39 @@ func (h *Handle) Enter(ctx context.Context, wait bool) (context.Context, error) 
 	if err := h.takeSlot(ctx, wait); err != nil {
 		return nil, err
 	}
-	acquire := h.lk.Acquire
-	if !wait {
-		acquire = h.lk.TryAcquire
+	var hd *recipe.Hold
+	var err error
+	if wait {
+		hd, err = h.lk.Acquire(ctx)
+	} else {
+		hd, err = h.lk.TryAcquire(ctx)
 	}
-	hd, err := acquire(ctx)
 	if err != nil {
-		<-h.slot
-		if errors.Is(err, recipe.ErrWouldBlock) {
-			return nil, fmt.Errorf("%w: %s", spec.WouldBlock, h.Path())
-		}
-		return nil, err
+		return nil, h.failed(err)
 	}
 	h.mu.Lock()
 	h.hold, h.count = hd, 1
 	h.mu.Unlock()
 	return WithHold(ctx, h, hd), nil
+}
+
+// nilContext is the error of an Enter given a nil context.
+//
+//go:noinline
+func (h *Handle) nilContext() error {
+	return fmt.Errorf("%w: %w: nil context", h.spec.NotAcquired, recipe.ErrInvalidArgument)
+}
+
+// failed frees the handle's local exclusion after a failed acquire and
+// returns Enter's error for err.
+//
+//go:noinline
+func (h *Handle) failed(err error) error {
+	h.giveSlot()
+	if errors.Is(err, recipe.ErrWouldBlock) {
+		return fmt.Errorf("%w: %s", h.spec.WouldBlock, h.Path())
+	}
+	return err
 }
 
 // reenter counts one more hold when ctx carries the handle's current hold
@@ -138,20 +198,40 @@ func (h *Handle) reenter(ctx context.Context) (again bool, err error) {
 // (even when ctx has ended, so the acquire reports the context), else by
 // waiting until ctx ends (wait) or not at all.
 func (h *Handle) takeSlot(ctx context.Context, wait bool) error {
-	select {
-	case h.slot <- struct{}{}:
-		return nil
-	default:
+	for {
+		h.mu.Lock()
+		if !h.busy {
+			h.busy = true
+			h.mu.Unlock()
+			return nil
+		}
+		if !wait {
+			h.mu.Unlock()
+			return fmt.Errorf("%w: %s: held or being acquired through this handle", h.spec.WouldBlock, h.Path())
+		}
+		if h.freed == nil {
+			h.freed = make(chan struct{})
+		}
+		freed := h.freed
+		h.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s: waiting for this handle's hold to be released: %w",
+				h.spec.NotAcquired, h.Path(), ctx.Err())
+		}
 	}
-	if !wait {
-		return fmt.Errorf("%w: %s: held or being acquired through this handle", h.spec.WouldBlock, h.Path())
-	}
-	select {
-	case h.slot <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %s: waiting for this handle's hold to be released: %w",
-			h.spec.NotAcquired, h.Path(), ctx.Err())
+}
+
+// giveSlot frees the handle's local exclusion and wakes the Takes
+// waiting for it.
+func (h *Handle) giveSlot() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.busy = false
+	if h.freed != nil {
+		close(h.freed)
+		h.freed = nil
 	}
 }
 
@@ -168,7 +248,7 @@ func (h *Handle) takeSlot(ctx context.Context, wait bool) error {
 // is deleted, the deletion goes on in the background while the session
 // lives and the error wraps ctx.Err().
 func (h *Handle) Release(ctx context.Context) error {
-	spec := &h.spec
+	spec := h.spec
 	if ctx == nil {
 		return fmt.Errorf("%s: release: %w: nil context", spec.Recipe, recipe.ErrInvalidArgument)
 	}
@@ -185,7 +265,7 @@ func (h *Handle) Release(ctx context.Context) error {
 	}
 	h.hold = nil
 	h.mu.Unlock()
-	defer func() { <-h.slot }()
+	defer h.giveSlot()
 	if err := cur.Release(ctx); err != nil {
 		return fmt.Errorf("%s: release %s: %w", spec.Recipe, h.Path(), err)
 	}

@@ -3,6 +3,8 @@ package reentrant_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,5 +124,68 @@ func TestCarried(t *testing.T) {
 				t.Fatalf("Carried = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// Goroutines sharing a handle take turns: a Take waits for the handle's
+// hold to be released (and gives up with its context), never holds beside
+// it, and every waiter gets its turn; a loss reads "gate <path>: ...".
+func TestHandleTakeWaitsForItsTurn(t *testing.T) {
+	srv := zktest.Shared(t)
+	path := zktest.UniquePath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h := newGate(t, zktest.Client(t, srv.Addr()), path)
+
+	must(t, func() error { _, err := h.Take(ctx, true); return err }())
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := h.Take(short, true); !errors.Is(err, errNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Take while the handle holds, until its deadline = %v, want not acquired and the deadline", err)
+	}
+	const takers, rounds = 3, 4
+	var inside, most atomic.Int32
+	errs := make(chan error, takers)
+	for range takers {
+		go func() {
+			for range rounds {
+				if _, err := h.Take(ctx, true); err != nil {
+					errs <- err
+					return
+				}
+				most.Store(max(most.Load(), inside.Add(1)))
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				if err := h.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	time.Sleep(20 * time.Millisecond) // the takers wait on the hold
+	must(t, h.Release(ctx))
+	for range takers {
+		must(t, <-errs)
+	}
+	if most.Load() != 1 {
+		t.Fatalf("%d takers held at once through one handle, want 1", most.Load())
+	}
+
+	must(t, func() error { _, err := h.Take(ctx, true); return err }())
+	if err := zktest.Connect(t, srv.Addr()).Delete(path+"/"+h.Node(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Err(); err == nil {
+		for end := time.Now().Add(10 * time.Second); h.Err() == nil && time.Now().Before(end); {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := h.Err(); !errors.Is(err, recipe.ErrLost) || !strings.HasPrefix(err.Error(), "gate "+path+": ") {
+		t.Fatalf("Err after the node was deleted = %v, want a loss labelled %q", err, "gate "+path)
+	}
+	if err := h.Release(ctx); !errors.Is(err, recipe.ErrLost) {
+		t.Fatalf("Release of the lost hold = %v, want the loss", err)
 	}
 }

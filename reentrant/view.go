@@ -21,6 +21,26 @@ type View struct {
 	current func() *recipe.Hold
 	notHeld error
 	label   string
+	// handle, when set, is the Handle whose current hold the view
+	// answers for, in place of current and label: a Handle makes its
+	// view when asked, from what it keeps anyway.
+	handle *Handle
+}
+
+// hold returns the current hold, nil when there is none.
+func (v View) hold() *recipe.Hold {
+	if v.handle != nil {
+		return v.handle.current()
+	}
+	return v.current()
+}
+
+// labelled wraps err as "label: err".
+func (v View) labelled(err error) error {
+	if v.handle != nil {
+		return fmt.Errorf("%s %s: %w", v.handle.spec.Recipe, v.handle.Path(), err)
+	}
+	return fmt.Errorf("%s: %w", v.label, err)
 }
 
 // NewView returns the view of the hold current returns (nil when there is
@@ -38,7 +58,7 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // nothing is held. It arms the hold's own-node watch as
 // [recipe.Hold.Done] does.
 func (v View) Done() <-chan struct{} {
-	if h := v.current(); h != nil {
+	if h := v.hold(); h != nil {
 		return h.Done()
 	}
 	return closedChan
@@ -50,7 +70,7 @@ func (v View) Done() <-chan struct{} {
 // context cancelled at once with the recipe's not-held sentinel as its
 // cause.
 func (v View) Context(parent context.Context) (context.Context, context.CancelFunc) {
-	if h := v.current(); h != nil {
+	if h := v.hold(); h != nil {
 		return h.Context(parent)
 	}
 	ctx, cancel := context.WithCancelCause(parent)
@@ -62,12 +82,12 @@ func (v View) Context(parent context.Context) (context.Context, context.CancelFu
 // [recipe.ErrLost] and the reason once it was lost; the recipe's not-held
 // sentinel when nothing is held.
 func (v View) Err() error {
-	h := v.current()
+	h := v.hold()
 	if h == nil {
 		return v.notHeld
 	}
 	if err := h.Err(); err != nil {
-		return fmt.Errorf("%s: %w", v.label, err)
+		return v.labelled(err)
 	}
 	return nil
 }
@@ -76,7 +96,7 @@ func (v View) Err() error {
 // node, strictly increasing from one holder to the next across the whole
 // ensemble), or 0 when nothing is held.
 func (v View) Token() int64 {
-	if h := v.current(); h != nil {
+	if h := v.hold(); h != nil {
 		return h.Token()
 	}
 	return 0
@@ -84,7 +104,7 @@ func (v View) Token() int64 {
 
 // Node returns the name of the node of the current hold, "" when none.
 func (v View) Node() string {
-	if h := v.current(); h != nil {
+	if h := v.hold(); h != nil {
 		return h.Node()
 	}
 	return ""
@@ -93,7 +113,7 @@ func (v View) Node() string {
 // Revoked is [recipe.Hold.Revoked] of the current hold; nil (a channel
 // that is never ready) when nothing is held.
 func (v View) Revoked() <-chan struct{} {
-	if h := v.current(); h != nil {
+	if h := v.hold(); h != nil {
 		return h.Revoked()
 	}
 	return nil
@@ -105,7 +125,7 @@ func (v View) Revoked() <-chan struct{} {
 // does. After the suspension cleared, call it again for the next one. nil
 // (never ready) when nothing is held.
 func (v View) Suspended() <-chan struct{} {
-	if h := v.current(); h != nil {
+	if h := v.hold(); h != nil {
 		return h.Suspended()
 	}
 	return nil
@@ -116,7 +136,7 @@ func (v View) Suspended() <-chan struct{} {
 // in progress. nil (never ready) when nothing is held. If the hold is
 // lost instead, Done closes and this channel never does.
 func (v View) Resumed() <-chan struct{} {
-	if h := v.current(); h != nil {
+	if h := v.hold(); h != nil {
 		return h.Resumed()
 	}
 	return nil
@@ -127,7 +147,7 @@ func (v View) Resumed() <-chan struct{} {
 // or none. Without a hold, or once it was released, it returns the
 // recipe's not-held sentinel; its other errors are the hold's, labelled.
 func (v View) Commit(ctx context.Context, ops ...recipe.Op) ([]recipe.Result, error) {
-	h := v.current()
+	h := v.hold()
 	if h == nil {
 		return nil, v.notHeld
 	}
@@ -138,5 +158,5 @@ func (v View) Commit(ctx context.Context, ops ...recipe.Op) ([]recipe.Result, er
 	case errors.Is(err, recipe.ErrNotHeld):
 		return nil, v.notHeld
 	}
-	return nil, fmt.Errorf("%s: %w", v.label, err)
+	return nil, v.labelled(err)
 }

@@ -57,9 +57,10 @@
 // requests per cycle, and the ratios against the floor and zk.Lock. Queue
 // drain, in a phase of its own after those: -waiters waiters (10, 100,
 // 1000) queued on one lock over 4 sessions behind a holder, for the mutex,
-// zk.Lock, Curator and kazoo; once all are queued, the heap per waiter (Go:
-// HeapInuse, HeapAlloc and StackInuse after two GCs; Curator: the JVM's
-// used heap), then the holder unlocks and the queue drains: hand-offs per
+// zk.Lock, Curator and kazoo; once all are queued, the memory per waiter
+// (Go: HeapInuse and HeapAlloc after two GCs, HeapAlloc with the waiters'
+// goroutine descriptors, StackInuse and the stack the blocked waiters use;
+// Curator: the JVM's used heap), then the holder unlocks and the queue drains: hand-offs per
 // second, and the latency of a hand-off from one holder's Unlock returning
 // to the next one's Lock returning. -charts DIR writes SVG line charts of
 // them.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,6 +160,14 @@ func runScale(ctx context.Context, e *env, scenarios []scenario, base, fsync str
 		}
 	}
 	rep := newScaleReport(cfg, e.addr, fsync, e.serverVersion(), scenarios)
+	for _, s := range drains {
+		if s.id == "drain-mutex" || s.id == "drain-zklock" {
+			// Before any goroutines of the suite end, so that few
+			// descriptors are free.
+			rep.Settings.Descriptor = descriptorOnce()
+			break
+		}
+	}
 	seq := 0
 	next := func(kind string) string {
 		seq++
@@ -559,11 +568,26 @@ type drainRound struct {
 	// HeapInuse and HeapAlloc, the goroutine stacks' StackInuse and the
 	// number of goroutines (in-process implementations); the JVM's used
 	// heap after System.gc() (Curator).
-	HeapInuse  *float64 `json:"heap_inuse_per_waiter,omitempty"`
-	HeapAlloc  *float64 `json:"heap_alloc_per_waiter,omitempty"`
-	StackInuse *float64 `json:"stack_inuse_per_waiter,omitempty"`
-	Goroutines *float64 `json:"goroutines_per_waiter,omitempty"`
-	JVMHeap    *float64 `json:"jvm_heap_per_waiter,omitempty"`
+	//
+	// The runtime keeps the descriptor of an ended goroutine for the next
+	// one and never frees it, so a heap reading counts a new goroutine's
+	// descriptor only when none was free. goDrain makes sure one always
+	// is (warmGoroutines): HeapAlloc never includes the waiters'
+	// descriptors, Descriptors adds them, the goroutines per waiter times
+	// the size of a new one (measured by goroutineDescriptor), and Total
+	// is the two together, what a waiter costs the heap of a process that
+	// has not run as many goroutines before. StackInuse counts the
+	// waiters' stacks (the runtime frees the stacks of ended goroutines
+	// at a collection); StackUsed is the part of them the blocked call
+	// chains use, from the bytes of stack the last collection scanned.
+	HeapInuse   *float64 `json:"heap_inuse_per_waiter,omitempty"`
+	HeapAlloc   *float64 `json:"heap_alloc_per_waiter,omitempty"`
+	Descriptors *float64 `json:"goroutine_descriptors_per_waiter,omitempty"`
+	Total       *float64 `json:"heap_and_descriptors_per_waiter,omitempty"`
+	StackInuse  *float64 `json:"stack_inuse_per_waiter,omitempty"`
+	StackUsed   *float64 `json:"stack_used_per_waiter,omitempty"`
+	Goroutines  *float64 `json:"goroutines_per_waiter,omitempty"`
+	JVMHeap     *float64 `json:"jvm_heap_per_waiter,omitempty"`
 	// Unsettled is set when the server kept receiving requests for
 	// queueSettleLimit after the last waiter's node appeared: the heap
 	// was read while some waiters were still setting up.
@@ -586,8 +610,8 @@ func (d drainRound) brief() string {
 		s += fmt.Sprintf(", %.2f requests/hand-off", *d.ServerRequests)
 	}
 	if d.HeapAlloc != nil {
-		s += fmt.Sprintf(", heap/waiter %.0f B alloc, %.0f B in use, stack %.0f B, %.2f goroutines",
-			*d.HeapAlloc, *d.HeapInuse, *d.StackInuse, *d.Goroutines)
+		s += fmt.Sprintf(", heap/waiter %.0f B alloc, %.0f B in use, %.0f B with goroutine descriptors, stack %.0f B (%.0f B used), %.2f goroutines",
+			*d.HeapAlloc, *d.HeapInuse, *d.Total, *d.StackInuse, *d.StackUsed, *d.Goroutines)
 	}
 	if d.JVMHeap != nil {
 		s += fmt.Sprintf(", JVM heap/waiter %.0f B", *d.JVMHeap)
@@ -714,8 +738,8 @@ func openDrainZkLock(ctx context.Context, e *env, path string) (*drainSetup, err
 
 // heapSample is the process's memory after two garbage collections.
 type heapSample struct {
-	inuse, alloc, stack uint64
-	goroutines          int
+	inuse, alloc, stack, scanned uint64
+	goroutines                   int
 }
 
 func sampleHeap() heapSample {
@@ -723,7 +747,71 @@ func sampleHeap() heapSample {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return heapSample{inuse: m.HeapInuse, alloc: m.HeapAlloc, stack: m.StackInuse, goroutines: runtime.NumGoroutine()}
+	scanned := []metrics.Sample{{Name: "/gc/scan/stack:bytes"}}
+	metrics.Read(scanned)
+	var sc uint64
+	if scanned[0].Value.Kind() == metrics.KindUint64 {
+		sc = scanned[0].Value.Uint64()
+	}
+	return heapSample{inuse: m.HeapInuse, alloc: m.HeapAlloc, stack: m.StackInuse, scanned: sc,
+		goroutines: runtime.NumGoroutine()}
+}
+
+// warmGoroutines starts n goroutines at once and lets them end, so that
+// the runtime has n goroutine descriptors free for the next ones.
+func warmGoroutines(n int) {
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { <-release })
+	}
+	close(release)
+	wg.Wait()
+}
+
+// descriptorOnce measures goroutineDescriptor once per process.
+var descriptorOnce = sync.OnceValue(goroutineDescriptor)
+
+// goroutineDescriptor returns the heap a new goroutine's descriptor
+// takes (its runtime g, and its place in the runtime's list of them),
+// which the runtime keeps for reuse once the goroutine ends: the heap per
+// goroutine of descriptorProbe goroutines blocked on a channel, less that
+// of as many more blocked the same way once the first ended (they reuse
+// the descriptors). Run first in a process, before it has had that many
+// goroutines: a descriptor already free makes the figure smaller by its
+// share.
+func goroutineDescriptor() float64 {
+	block := func() float64 {
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		before := sampleHeap()
+		for range descriptorProbe {
+			wg.Go(func() { <-release })
+		}
+		for end := time.Now().Add(5 * time.Second); blockedGoroutines() < descriptorProbe && time.Now().Before(end); {
+			time.Sleep(time.Millisecond)
+		}
+		after := sampleHeap()
+		close(release)
+		wg.Wait()
+		return (float64(after.alloc) - float64(before.alloc)) / descriptorProbe
+	}
+	fresh := block()
+	return fresh - block()
+}
+
+// descriptorProbe is the number of goroutines goroutineDescriptor starts.
+const descriptorProbe = 4096
+
+// blockedGoroutines is the runtime's approximate count of goroutines
+// waiting on a resource.
+func blockedGoroutines() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines/waiting:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return descriptorProbe // not known: do not wait
+	}
+	return s[0].Value.Uint64()
 }
 
 // perWaiter returns (after - before) / n.
@@ -775,6 +863,9 @@ func goDrain(open func(ctx context.Context, e *env, path string) (*drainSetup, e
 			wg       sync.WaitGroup
 			allDone  = make(chan struct{})
 		)
+		// A free descriptor for every goroutine the waiting starts, so
+		// that the readings never count them (see drainRound).
+		warmGoroutines(n + n/4 + 256)
 		base := time.Now()
 		before := sampleHeap()
 		for i := range n {
@@ -842,7 +933,11 @@ func goDrain(open func(ctx context.Context, e *env, path string) (*drainSetup, e
 		r.HeapInuse = perWaiter(before.inuse, after.inuse, n)
 		r.HeapAlloc = perWaiter(before.alloc, after.alloc, n)
 		r.StackInuse = perWaiter(before.stack, after.stack, n)
+		r.StackUsed = perWaiter(before.scanned, after.scanned, n)
 		r.Goroutines = perWaiter(before.goroutines, after.goroutines, n)
+		desc := *r.Goroutines * descriptorOnce()
+		total := *r.HeapAlloc + desc
+		r.Descriptors, r.Total = &desc, &total
 		r.Unsettled = !settled
 		return r, nil
 	}

@@ -80,6 +80,7 @@ func TestScaleReport(t *testing.T) {
 				d := drainFigures(n, [2]int64{0, 1}, nil, int64(2*n))
 				d.Rate, d.P50Ms, d.P99Ms = 500, 0.5, 2
 				d.HeapInuse, d.HeapAlloc, d.StackInuse, d.Goroutines = v(3000), v(2000), v(8192), v(1)
+				d.Descriptors, d.Total, d.StackUsed = v(480), v(2480), v(3000)
 				rep.addDrain(id, n, d)
 			}
 			rep.addDrain("drain-curator", n, drainRound{Rate: 200, P50Ms: 1.5, P99Ms: 9, JVMHeap: v(float64(40 * n))})

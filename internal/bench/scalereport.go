@@ -42,6 +42,9 @@ type scaleSettings struct {
 	DrainSessions int    `json:"drain_sessions"`
 	DrainTimeout  string `json:"drain_timeout"`
 	Stall         string `json:"stall"`
+	// Descriptor is the heap of a new goroutine's descriptor, in bytes
+	// (goroutineDescriptor); 0 when no Go drain ran.
+	Descriptor float64 `json:"goroutine_descriptor_bytes,omitempty"`
 }
 
 // spread is a figure over the rounds: its median, smallest and largest.
@@ -99,7 +102,10 @@ type drainStats struct {
 	ServerRequests *spread `json:"server_requests_per_handoff,omitempty"`
 	HeapInuse      *spread `json:"heap_inuse_per_waiter,omitempty"`
 	HeapAlloc      *spread `json:"heap_alloc_per_waiter,omitempty"`
+	Descriptors    *spread `json:"goroutine_descriptors_per_waiter,omitempty"`
+	Total          *spread `json:"heap_and_descriptors_per_waiter,omitempty"`
 	StackInuse     *spread `json:"stack_inuse_per_waiter,omitempty"`
+	StackUsed      *spread `json:"stack_used_per_waiter,omitempty"`
 	Goroutines     *spread `json:"goroutines_per_waiter,omitempty"`
 	JVMHeap        *spread `json:"jvm_heap_per_waiter,omitempty"`
 
@@ -218,6 +224,7 @@ func (r *scaleReport) finish() {
 			for k, v := range map[string]*float64{
 				"req": d.ServerRequests, "inuse": d.HeapInuse, "alloc": d.HeapAlloc,
 				"stack": d.StackInuse, "gor": d.Goroutines, "jvm": d.JVMHeap,
+				"desc": d.Descriptors, "total": d.Total, "used": d.StackUsed,
 			} {
 				if v != nil {
 					opt[k] = append(opt[k], *v)
@@ -227,6 +234,7 @@ func (r *scaleReport) finish() {
 		st.Rate, st.P50Ms, st.P99Ms = spreadOf(rate), spreadOf(p50), spreadOf(p99)
 		st.ServerRequests, st.HeapInuse, st.HeapAlloc = spreadOf(opt["req"]), spreadOf(opt["inuse"]), spreadOf(opt["alloc"])
 		st.StackInuse, st.Goroutines, st.JVMHeap = spreadOf(opt["stack"]), spreadOf(opt["gor"]), spreadOf(opt["jvm"])
+		st.Descriptors, st.Total, st.StackUsed = spreadOf(opt["desc"]), spreadOf(opt["total"]), spreadOf(opt["used"])
 	}
 	for _, g := range r.Settings.Goroutines {
 		for _, pair := range scaleRatioPairs {
@@ -408,27 +416,32 @@ func (r *scaleReport) writeText(w io.Writer) error {
 
 		fmt.Fprintln(bw, "\nmemory per waiter once all are queued (bytes; after two GCs, before the waiters started")
 		fmt.Fprintln(bw, "and once all were queued; Curator: the JVM's used heap after System.gc()):")
-		tw = table("scenario", "N", "HeapInuse", "HeapAlloc / JVM heap", "StackInuse", "goroutines")
+		tw = table("scenario", "N", "HeapInuse", "HeapAlloc / JVM heap", "+ goroutine descriptors", "StackInuse", "stack used", "goroutines")
 		for i, st := range r.Drains {
 			if i > 0 && st.ID != r.Drains[i-1].ID {
-				fmt.Fprintln(tw, "\t\t\t\t\t")
+				fmt.Fprintln(tw, "\t\t\t\t\t\t\t")
 			}
 			cells := []string{st.Title, strconv.Itoa(st.Waiters)}
 			switch {
 			case st.Valid == 0:
 				cells = append(cells, invalid(drainStatuses(st)))
 			case st.HeapAlloc != nil:
-				cells = append(cells, fmtSpread(st.HeapInuse, whole), fmtSpread(st.HeapAlloc, whole),
-					fmtSpread(st.StackInuse, whole), fmtSpread(st.Goroutines, twoDigits))
+				cells = append(cells, fmtSpread(st.HeapInuse, whole), fmtSpread(st.HeapAlloc, whole), fmtSpread(st.Total, whole),
+					fmtSpread(st.StackInuse, whole), fmtSpread(st.StackUsed, whole), fmtSpread(st.Goroutines, twoDigits))
 			case st.JVMHeap != nil:
-				cells = append(cells, "-", fmtSpread(st.JVMHeap, whole), "-", "- (a thread each)")
+				cells = append(cells, "-", fmtSpread(st.JVMHeap, whole), "-", "-", "-", "- (a thread each)")
 			default:
-				cells = append(cells, "n/a", "n/a", "n/a", "n/a")
+				cells = append(cells, "n/a", "n/a", "n/a", "n/a", "n/a", "n/a")
 			}
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		if d := r.Settings.Descriptor; d > 0 {
+			fmt.Fprintf(bw, "HeapAlloc leaves out the waiters' goroutine descriptors (the runtime had one free for each,\n"+
+				"as it keeps those of ended goroutines); the next column adds them, %.0f B per new goroutine.\n"+
+				"stack used: the part of StackInuse the blocked call chains use.\n", d)
 		}
 
 		fmt.Fprintln(bw, "\nhand-offs/s by round (* the server was still busy when the heap was read; e: hand-offs")

@@ -36,10 +36,11 @@ const (
 
 	// maxHeapPerWatchedHold is the heap a hold may cost, with its handle,
 	// once its loss signal or a context was asked for. The target is
-	// 2,000 B; a hold asked for a context measures 1,960-2,024 B (the
-	// derived context, its entry among its parent's children, the channel
-	// Done makes), so the bound leaves that spread room.
-	maxHeapPerWatchedHold = 2100
+	// 2,000 B; a hold asked for a context measures about 1,360 B (with
+	// its handle; the derived context, its entry among its parent's
+	// children and the channel Done makes are about 240 B of it), so the
+	// bound keeps what handles sharing their kind saved.
+	maxHeapPerWatchedHold = 1600
 )
 
 // memSnapshot is the heap in use after a full collection, and the
