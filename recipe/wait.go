@@ -146,27 +146,26 @@ func (a *attempt) readWatch(ctx context.Context, n string) (r watchRead) {
 // the children again: drivers only look at nodes ordered before ours, and
 // sequence numbers only grow, so the known queue minus the deleted node
 // decides correctly (nodes deleted meanwhile are found when watched).
+//
+// Every waiter of a mutex blocks in await and awaitOne, so what they keep
+// on the stack counts once per waiter: the work before and after the wait
+// is in functions of their own, whose frames are gone while it blocks.
 func (a *attempt) await(ctx context.Context) (turn, error) {
 	if a.l.c.debugging() {
-		a.l.c.log.Debug("waiting", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node, "watch", a.watch)
+		a.logWaiting()
 	}
-	var (
-		woken []watchEvent
-		next  phase
-		err   error
-	)
-	if len(a.watch) == 1 {
-		woken, next, err = a.awaitOne(ctx)
-	} else {
-		woken, next, err = a.awaitMany(ctx)
+	if len(a.watch) != 1 {
+		return a.awaitSeveral(ctx)
 	}
-	if len(woken) == 0 {
-		return turn{next: next}, err
-	}
-	for _, w := range woken {
-		next = a.watchFired(w, next)
-	}
-	return turn{next: next, progress: true}, nil
+	w, ev := a.awaitOne(ctx)
+	return a.woke(ctx, w, ev)
+}
+
+// logWaiting logs what the attempt waits for.
+//
+//go:noinline
+func (a *attempt) logWaiting() {
+	a.l.c.log.Debug("waiting", "recipe", a.l.spec.Recipe, "path", a.l.dir, "node", a.node, "watch", a.watch)
 }
 
 // watchEvent is an event on the watch of one node of the queue.
@@ -175,25 +174,66 @@ type watchEvent struct {
 	ev   zk.Event
 }
 
-// awaitOne is await for one watched node. It returns the watch event, or,
-// when something else ended the wait, the phase that follows (and ctx's
-// error if ctx ended).
-func (a *attempt) awaitOne(ctx context.Context) ([]watchEvent, phase, error) {
-	n := a.watch[0]
+// wake is what ended a wait on one node.
+type wake uint8
+
+const (
+	wokeByCtx   wake = iota // ctx ended
+	wokeToLook              // the epoch ended or the watches were set again: verify
+	wokeByOwn               // an event on our own node
+	wokeByWatch             // the event of the watched node
+)
+
+// awaitOne blocks until one of the things a waiter on one node watches
+// happens, and returns which, with its event.
+//
+//go:noinline
+func (a *attempt) awaitOne(ctx context.Context) (w wake, ev zk.Event) {
 	look := a.lookAgain()
 	if look == nil {
-		return nil, verifying, nil
+		return wokeToLook, ev
 	}
+	own, watched := a.ownW, a.watches.get(a.watch[0])
 	select {
 	case <-ctx.Done():
-		return nil, waiting, ctx.Err()
+		w = wokeByCtx
 	case <-look:
-		return nil, verifying, nil
-	case ev := <-a.ownW:
-		return nil, a.ownEventWaiting(ev), nil
-	case ev := <-a.watches.get(n):
-		return []watchEvent{{n, ev}}, waiting, nil
+		w = wokeToLook
+	case ev = <-own:
+		w = wokeByOwn
+	case ev = <-watched:
+		w = wokeByWatch
 	}
+	return w, ev
+}
+
+// woke is the turn that follows what ended awaitOne.
+//
+//go:noinline
+func (a *attempt) woke(ctx context.Context, w wake, ev zk.Event) (turn, error) {
+	switch w {
+	case wokeByCtx:
+		return turn{next: waiting}, ctx.Err()
+	case wokeToLook:
+		return turn{next: verifying}, nil
+	case wokeByOwn:
+		return turn{next: a.ownEventWaiting(ev)}, nil
+	}
+	return turn{next: a.watchFired(watchEvent{a.watch[0], ev}, waiting), progress: true}, nil
+}
+
+// awaitSeveral is await for several watched nodes.
+//
+//go:noinline
+func (a *attempt) awaitSeveral(ctx context.Context) (turn, error) {
+	woken, next, err := a.awaitMany(ctx)
+	if len(woken) == 0 {
+		return turn{next: next}, err
+	}
+	for _, w := range woken {
+		next = a.watchFired(w, next)
+	}
+	return turn{next: next, progress: true}, nil
 }
 
 // awaitMany is await for several watched nodes (an N-lease semaphore):
