@@ -62,13 +62,8 @@ var queueCases = map[string]queueCase{
 		}
 		obs, err := mutex.New(observer, path)
 		must(t, err)
-		return func(ctx context.Context) ([]lightRow, error) {
-				ps, err := obs.ParticipantNodes(ctx)
-				return nodeRows(ps), err
-			}, func(ctx context.Context) ([]lightRow, error) {
-				ps, err := obs.Participants(ctx)
-				return participantRows(ps), err
-			}, 1
+		light, full = views(obs.ParticipantNodes, obs.Participants)
+		return light, full, 1
 	}},
 	// Our holder, then nodes of other kinds and names: a kazoo lock node
 	// (a contender of the mutex's queue), a persistent "lock-" node
@@ -94,13 +89,8 @@ var queueCases = map[string]queueCase{
 		})
 		obs, err := mutex.New(observer, path)
 		must(t, err)
-		return func(ctx context.Context) ([]lightRow, error) {
-				ps, err := obs.ParticipantNodes(ctx)
-				return nodeRows(ps), err
-			}, func(ctx context.Context) ([]lightRow, error) {
-				ps, err := obs.Participants(ctx)
-				return participantRows(ps), err
-			}, 1
+		light, full = views(obs.ParticipantNodes, obs.Participants)
+		return light, full, 1
 	}},
 	// Both sides: two readers hold, a writer waits behind them and a
 	// reader behind the writer.
@@ -157,13 +147,8 @@ var queueCases = map[string]queueCase{
 		}
 		obs, err := semaphore.New(observer, path, 3)
 		must(t, err)
-		return func(ctx context.Context) ([]lightRow, error) {
-				ps, err := obs.ParticipantNodes(ctx)
-				return nodeRows(ps), err
-			}, func(ctx context.Context) ([]lightRow, error) {
-				ps, err := obs.Participants(ctx)
-				return participantRows(ps), err
-			}, 3
+		light, full = views(obs.ParticipantNodes, obs.Participants)
+		return light, full, 3
 	}},
 	// A leader and two candidates.
 	"leader": {func(t *testing.T, ctx context.Context, wg *sync.WaitGroup, c, observer *recipe.Client, raw *zk.Conn, path string) (light, full func(context.Context) ([]lightRow, error), holders int) {
@@ -179,13 +164,8 @@ var queueCases = map[string]queueCase{
 		}
 		obs, err := leader.New(observer, path)
 		must(t, err)
-		return func(ctx context.Context) ([]lightRow, error) {
-				ps, err := obs.ParticipantNodes(ctx)
-				return nodeRows(ps), err
-			}, func(ctx context.Context) ([]lightRow, error) {
-				ps, err := obs.Participants(ctx)
-				return participantRows(ps), err
-			}, 1
+		light, full = views(obs.ParticipantNodes, obs.Participants)
+		return light, full, 1
 	}},
 }
 
@@ -195,6 +175,19 @@ func nodeRow(p recipe.ParticipantNode, mode string) lightRow {
 
 func participantRow(p recipe.Participant, mode string) lightRow {
 	return lightRow{p.Node, p.LockName, p.Sequence, p.Holder, mode}
+}
+
+// views are the two views of a queue for the recipes whose nodes and
+// participants are the engine's: ParticipantNodes and Participants, as
+// rows.
+func views(nodes func(context.Context) ([]recipe.ParticipantNode, error), parts func(context.Context) ([]recipe.Participant, error)) (light, full func(context.Context) ([]lightRow, error)) {
+	return func(ctx context.Context) ([]lightRow, error) {
+			ps, err := nodes(ctx)
+			return nodeRows(ps), err
+		}, func(ctx context.Context) ([]lightRow, error) {
+			ps, err := parts(ctx)
+			return participantRows(ps), err
+		}
 }
 
 func nodeRows(ps []recipe.ParticipantNode) []lightRow {

@@ -507,6 +507,27 @@ func TestScaleAcquireN(t *testing.T) {
 // with go-zookeeper alone, as many in flight, are timed in the same run,
 // and Participants may take at most twice as long (and a second: the
 // race detector slows our side, not the server's).
+// participantQueue makes a mutex queue of n nodes: a holder on c, then
+// n-1 nodes made over raw; ctx ends with the test, within 5 minutes.
+func participantQueue(t *testing.T, n int) (ctx context.Context, raw *zk.Conn, c *recipe.Client, m *mutex.Mutex, path string) {
+	t.Helper()
+	srv := zktest.Shared(t)
+	raw = zktest.Connect(t, srv.Addr())
+	c = locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
+	path = zktest.UniquePath(t)
+	m, err := mutex.New(c, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	if err := m.Lock(ctx); err != nil { // the directory, and its first node
+		t.Fatal(err)
+	}
+	fillQueue(t, raw, path+"/_c_00000000-0000-0000-0000-000000000000-lock-", n-1)
+	return ctx, raw, c, m, path
+}
+
 func TestScaleParticipants(t *testing.T) {
 	n := 5000 // CI runs it with the race detector
 	if v := os.Getenv("SCALE_PARTICIPANTS"); v != "" {
@@ -515,20 +536,7 @@ func TestScaleParticipants(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := zktest.Shared(t)
-	raw := zktest.Connect(t, srv.Addr())
-	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
-	path := zktest.UniquePath(t)
-	m, err := mutex.New(c, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := m.Lock(ctx); err != nil { // the directory, and its first node
-		t.Fatal(err)
-	}
-	fillQueue(t, raw, path+"/_c_00000000-0000-0000-0000-000000000000-lock-", n-1)
+	ctx, raw, c, m, path := participantQueue(t, n)
 	before := c.Stats()
 	start := time.Now()
 	ps, err := m.Participants(ctx)
@@ -578,20 +586,7 @@ func TestScaleParticipants(t *testing.T) {
 // SCALE_PARTICIPANTS set, each call must also end within 2 s.
 func TestScaleParticipantNodes(t *testing.T) {
 	n := scaleSize(t, "SCALE_PARTICIPANTS", 20000)
-	srv := zktest.Shared(t)
-	raw := zktest.Connect(t, srv.Addr())
-	c := locktest.Client(t, []string{srv.Addr()}, recipe.WithSessionTimeout(10*time.Second))
-	path := zktest.UniquePath(t)
-	m, err := mutex.New(c, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := m.Lock(ctx); err != nil { // the directory, and its first node
-		t.Fatal(err)
-	}
-	fillQueue(t, raw, path+"/_c_00000000-0000-0000-0000-000000000000-lock-", n-1)
+	ctx, raw, c, m, path := participantQueue(t, n)
 	locktest.Settle(t, c)
 
 	// The server's share: the same listing with go-zookeeper alone, on a
@@ -610,6 +605,7 @@ func TestScaleParticipantNodes(t *testing.T) {
 	var calls []time.Duration
 	var nodes []recipe.ParticipantNode
 	var st recipe.Stats
+	var err error
 	for range 2 {
 		before := c.Stats()
 		start := time.Now()
