@@ -167,3 +167,40 @@ func TestParseCounter(t *testing.T) {
 		t.Fatalf("parseCounter = %v, %v", v, err)
 	}
 }
+
+// A short run's schedule may end before its first pause of holders (seed
+// 799731 in 45 s: a partition, a killed leader, an expiry, an isolated
+// leader), and then its controls have nothing to be caught at; Exposes
+// tells such schedules from those whose pause ends within the run.
+func TestExposes(t *testing.T) {
+	const length, session = 45 * time.Second, DefaultSession
+	if Exposes(799731, 3, length, session) {
+		t.Error("seed 799731 exposes the controls in 45s; its schedule has no pause that early")
+	}
+	exposed := 0
+	for seed := range uint64(200) {
+		steps := Schedule(seed, 3, length, session)
+		at, pauseEnds := time.Duration(0), time.Duration(-1)
+		for _, s := range steps {
+			at += s.Gap
+			if s.Kind == PauseHolders {
+				pauseEnds = at + s.Hold
+				break
+			}
+			at += s.Hold + 8*time.Second
+		}
+		if Exposes(seed, 3, length, session) {
+			exposed++
+			if pauseEnds < 0 || pauseEnds > length {
+				t.Errorf("seed %d exposes, but its first pause ends at %v", seed, pauseEnds)
+			}
+		}
+	}
+	// About half the seeds: a draw among them ends quickly.
+	if exposed < 40 || exposed > 160 {
+		t.Errorf("%d of 200 seeds expose the controls in 45s", exposed)
+	}
+	if !Exposes(7, 3, 10*time.Minute, session) {
+		t.Error("10 minutes of schedule without a pause of holders")
+	}
+}

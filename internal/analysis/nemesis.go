@@ -98,6 +98,27 @@ func Schedule(seed uint64, members int, length, session time.Duration) []Step {
 	return out
 }
 
+// Exposes reports whether the schedule of seed, in a run of length with
+// sessions of session, pauses holders early enough for the pause to end
+// within the run (with the recovery of the faults before it reckoned
+// generously): the fault a holder that ignores its loss is exposed by.
+// The controls of a run without one have nothing to be caught at: a
+// short run draws such a schedule for about half its seeds.
+func Exposes(seed uint64, members int, length, session time.Duration) bool {
+	at := time.Duration(0)
+	for _, s := range Schedule(seed, members, length, session) {
+		at += s.Gap
+		if s.Kind == PauseHolders {
+			return at+s.Hold <= length
+		}
+		at += s.Hold + 8*time.Second
+		if at >= length {
+			return false
+		}
+	}
+	return false
+}
+
 // nemesis injects a schedule's faults into the ensemble and the workers'
 // connections.
 type nemesis struct {

@@ -26,7 +26,7 @@ type Config struct {
 	Seed uint64
 	// Length is how long the nemesis injects faults.
 	Length time.Duration
-	// Session is the clients' session timeout T (default 4s).
+	// Session is the clients' session timeout T (default DefaultSession).
 	Session time.Duration
 	// Controls adds the two workloads that must fail.
 	Controls bool
@@ -109,7 +109,7 @@ type load struct {
 // cfg.Length, and checks the history.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Session <= 0 {
-		cfg.Session = 4 * time.Second
+		cfg.Session = DefaultSession
 	}
 	if cfg.Log == nil {
 		cfg.Log = func(string, ...any) {}
@@ -299,6 +299,10 @@ func progress(ops []Op, ivs []Interval, faults []Fault, name string) []time.Dura
 	}
 	return out
 }
+
+// DefaultSession is the clients' session timeout when Config.Session is
+// not set.
+const DefaultSession = 4 * time.Second
 
 // Failed reports whether a guarded workload broke its rule, or a control
 // was not caught.

@@ -27,7 +27,8 @@ import (
 
 func main() {
 	members := flag.Int("members", 3, "ensemble size")
-	seeds := flag.String("seeds", "random:3", "comma-separated seeds, one run each, or random:N for N seeds drawn at random (printed, to replay a run)")
+	seeds := flag.String("seeds", "random:3", "comma-separated seeds, one run each, or random:N for N seeds drawn at random (printed, to replay a run); "+
+		"with -controls, random seeds are drawn among those whose schedule pauses holders within the length, the fault the controls are caught at")
 	length := flag.Duration("length", time.Minute, "how long the nemesis injects faults in each run")
 	controls := flag.Bool("controls", true, "run the two controls that must be caught")
 	out := flag.String("out", ".cache/analysis", "directory for histories, pictures and visualisations")
@@ -48,7 +49,10 @@ func main() {
 	var results []*analysis.Result
 	failed := false
 	start := time.Now()
-	list, err := parseSeeds(*seeds)
+	exposes := func(seed uint64) bool {
+		return !*controls || analysis.Exposes(seed, *members, *length, analysis.DefaultSession)
+	}
+	list, err := parseSeeds(*seeds, exposes)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -80,16 +84,22 @@ func main() {
 	}
 }
 
-// parseSeeds reads "1,2,3" or "random:N".
-func parseSeeds(s string) ([]uint64, error) {
+// parseSeeds reads "1,2,3" or "random:N"; random seeds are drawn among
+// those that keep says to keep.
+func parseSeeds(s string, keep func(uint64) bool) ([]uint64, error) {
 	if n, ok := strings.CutPrefix(s, "random:"); ok {
 		k, err := strconv.Atoi(n)
 		if err != nil || k < 1 || k > 1000 {
 			return nil, fmt.Errorf("seeds %q: want random:N with N from 1 to 1000", s)
 		}
-		out := make([]uint64, k)
-		for i := range out {
-			out[i] = rand.Uint64() % 1_000_000
+		out := make([]uint64, 0, k)
+		for tries := 0; len(out) < k; tries++ {
+			if tries == 1000*k {
+				return nil, fmt.Errorf("seeds %q: no seed of %d drawn has a schedule the controls can be caught at; lengthen the run", s, tries)
+			}
+			if seed := rand.Uint64() % 1_000_000; keep(seed) {
+				out = append(out, seed)
+			}
 		}
 		return out, nil
 	}
