@@ -28,12 +28,13 @@ func (a *attempt) arm(ctx context.Context) (turn, error) {
 		r := reads[i]
 		switch err := r.err; {
 		case err == nil && n != a.node && r.st.EphemeralOwner == 0:
-			a.l.c.dropWatch(join(a.l.dir, n), watchedNode{n, r.ch, r.shared})
+			a.dropReads(todo[i:], reads[i:])
 			return turn{next: arming, progress: true}, a.persistent(n)
 		case err == nil:
 			t.progress = t.progress || n != a.node
 			a.watching(n, r)
 		case errors.Is(err, zk.ErrSessionExpired), n == a.node && errors.Is(err, zk.ErrNoNode):
+			a.dropReads(todo[i+1:], reads[i+1:])
 			a.newID()
 			return turn{next: enqueuing, progress: t.progress}, nil
 		case errors.Is(err, zk.ErrNoNode):
@@ -47,6 +48,16 @@ func (a *attempt) arm(ctx context.Context) (turn, error) {
 		return turn{next: arming, progress: t.progress}, failed
 	}
 	return t, nil
+}
+
+// dropReads hands the watches of reads that arm does not record (it
+// returns early) to the client, as dropWatches does.
+func (a *attempt) dropReads(names []string, reads []watchRead) {
+	for i, r := range reads {
+		if r.err == nil && names[i] != a.node {
+			a.l.c.dropWatch(join(a.l.dir, names[i]), watchedNode{names[i], r.ch, r.shared})
+		}
+	}
 }
 
 // unwatched lists the nodes arm must watch: the ones the driver named that
