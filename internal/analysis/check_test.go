@@ -204,3 +204,33 @@ func TestExposes(t *testing.T) {
 		t.Error("10 minutes of schedule without a pause of holders")
 	}
 }
+
+// A run fails on a guarded workload's violation; a control it did not
+// catch is listed, for the set of runs to judge.
+func TestResultVerdicts(t *testing.T) {
+	bad := []Finding{{Text: "x"}}
+	for _, tc := range []struct {
+		name     string
+		loads    []LoadResult
+		violated bool
+		uncaught []string
+	}{
+		{"clean, controls caught", []LoadResult{{Name: "g"}, {Name: "c", Control: true, Violations: bad}}, false, nil},
+		{"a guarded violation", []LoadResult{{Name: "g", Violations: bad}, {Name: "c", Control: true, Violations: bad}}, true, nil},
+		{"a control not caught", []LoadResult{{Name: "g"}, {Name: "c", Control: true}}, false, []string{"c"}},
+		{"a counter control found illegal", []LoadResult{{Name: "c", Control: true, Linearizable: porcupine.Illegal}}, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &Result{Loads: tc.loads}
+			if got := res.Violated(); got != tc.violated {
+				t.Errorf("Violated = %v, want %v", got, tc.violated)
+			}
+			if got := res.Uncaught(); !slices.Equal(got, tc.uncaught) {
+				t.Errorf("Uncaught = %v, want %v", got, tc.uncaught)
+			}
+			if got, want := res.Failed(), tc.violated || len(tc.uncaught) > 0; got != want {
+				t.Errorf("Failed = %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -18,10 +18,10 @@
 //     stated bound.
 //
 // Two controls run beside the guarded workloads under the same faults and
-// must be caught: a counter whose writes skip Commit's check (Porcupine
-// must find the history not linearizable) and a store workload whose
-// holders ignore Done and whose store does not check tokens (the interval
-// checker must flag it).
+// must be caught, each in at least one run of a set: a counter whose
+// writes skip Commit's check (Porcupine must find the history not
+// linearizable) and a store workload whose holders ignore Done and whose
+// store does not check tokens (the interval checker must flag it).
 //
 // The schedule of faults comes from a seed, so a run can be replayed;
 // which member leads is decided by ZooKeeper, so a schedule names members

@@ -103,7 +103,7 @@ func (res *Result) Summary(w io.Writer) {
 		case l.Control && l.Failed():
 			verdict = "caught (control)"
 		case l.Control:
-			verdict = "NOT CAUGHT (control)"
+			verdict = "not caught in this run (control)"
 		case l.Failed():
 			verdict = "VIOLATION"
 		}

@@ -307,12 +307,33 @@ const DefaultSession = 4 * time.Second
 // Failed reports whether a guarded workload broke its rule, or a control
 // was not caught.
 func (res *Result) Failed() bool {
+	return res.Violated() || len(res.Uncaught()) > 0
+}
+
+// Violated reports whether a guarded workload broke its rule.
+func (res *Result) Violated() bool {
 	for _, l := range res.Loads {
-		if l.Failed() != l.Control {
+		if !l.Control && l.Failed() {
 			return true
 		}
 	}
 	return false
+}
+
+// Uncaught lists the controls the run did not catch. A run catches a
+// control only if its faults gave the control's holders the chance to
+// misbehave while another held: a pause of a holder of that workload
+// while it held. A short run may not (the pause may find the control's
+// workers between holds), so a set of runs is judged by whether each
+// control was caught in at least one of them.
+func (res *Result) Uncaught() []string {
+	var out []string
+	for _, l := range res.Loads {
+		if l.Control && !l.Failed() {
+			out = append(out, l.Name)
+		}
+	}
+	return out
 }
 
 // Save writes the run's history (JSON), Porcupine's visualisation of

@@ -48,6 +48,7 @@ func main() {
 	defer ens.Close()
 	var results []*analysis.Result
 	failed := false
+	uncaught := map[string]int{} // control -> runs that did not catch it
 	start := time.Now()
 	exposes := func(seed uint64) bool {
 		return !*controls || analysis.Exposes(seed, *members, *length, analysis.DefaultSession)
@@ -68,9 +69,12 @@ func main() {
 		if err := res.Save(dir); err != nil {
 			log.Printf("saving %s: %v", dir, err)
 		}
-		if res.Failed() {
+		if res.Violated() {
 			failed = true
 			fmt.Printf("  FAILED: history, picture and visualisation kept in %s\n", dir)
+		}
+		for _, c := range res.Uncaught() {
+			uncaught[c]++
 		}
 		results = append(results, res)
 	}
@@ -78,6 +82,12 @@ func main() {
 	analysis.Table(os.Stdout, analysis.Rows(results))
 	if err := ens.Close(); err != nil {
 		log.Print(err)
+	}
+	for c, n := range uncaught {
+		if n == len(results) {
+			failed = true
+			fmt.Printf("FAILED: the control %s was caught in none of the %d runs\n", c, n)
+		}
 	}
 	if failed {
 		os.Exit(1)
