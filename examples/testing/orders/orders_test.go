@@ -76,7 +76,29 @@ func TestLockWorksWhileAMemberIsDown(t *testing.T) {
 	if err := ens.Kill(leader); err != nil {
 		t.Fatal(err)
 	}
-	during := lockUnlock(t, m) // two members of three are a quorum
+	// Two members of three are a quorum, once they have elected a leader:
+	// the Lock made now must be granted soon after they serve again.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	locked := make(chan error, 1)
+	go func() { locked <- m.Lock(ctx) }()
+	if err := ens.WaitQuorum(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	serving := time.Now()
+	select {
+	case err := <-locked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the Lock was not granted within 15s of the ensemble serving again")
+	}
+	t.Logf("granted %v after the ensemble served again", time.Since(serving).Round(time.Millisecond))
+	during := m.Token()
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := ens.Restart(leader); err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +164,11 @@ func lockUnlock(t *testing.T, m *mutex.Mutex) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	start := time.Now()
 	if err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
+		t.Fatalf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	}
+	t.Logf("locked in %v", time.Since(start).Round(time.Millisecond))
 	token := m.Token()
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatal(err)
